@@ -1,0 +1,42 @@
+# quorumlock: `make demo` and `make test` are the two commands a newcomer needs.
+SHELL := /bin/bash
+CARGO ?= cargo
+HARNESS := target/debug/ql-harness
+
+.PHONY: demo test lint fmt build bench deps clean
+
+## deps: install what a fresh Debian machine lacks (redis-server); needs root or sudo.
+deps:
+	@if ! command -v redis-server >/dev/null 2>&1; then \
+	  echo "installing redis-server (apt-get)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
+	fi
+	@redis-server --version
+
+build:
+	$(CARGO) build --locked -p quorumlock-harness
+	$(CARGO) build --locked -p quorumlock --examples
+
+## demo: start 5 local Redis nodes, let several workers contend for one lock, stop the nodes.
+demo: deps build
+	$(HARNESS) exec --nodes 5 -- target/debug/examples/contention
+
+## test: format and lint checks, then every test against real redis-server processes.
+test: deps lint
+	$(CARGO) test --workspace --locked
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+	RUSTDOCFLAGS=-Dwarnings $(CARGO) doc --workspace --no-deps --locked -q
+
+fmt:
+	$(CARGO) fmt --all
+
+## bench: acquire+release latency and throughput vs. the raw Redis floor (release build).
+bench: deps
+	$(CARGO) run --release --locked -p quorumlock-bench
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,179 @@
+//! The acquisition loop (REDLOCK.md §3.2): fresh value per attempt, parallel fan-out, decision
+//! at quorum, validity on the monotonic clock, cleanup after every failed attempt and on
+//! cancellation, retries with jitter within an optional wait budget.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+
+use crate::client::Inner;
+use crate::clock::MonoTime;
+use crate::config::LockOptions;
+use crate::error::{Error, ErrorKind, Result};
+use crate::lock::{Grant, Lock};
+use crate::quorum::{self, Decide};
+use crate::report::{NodeKind, Report};
+use crate::value;
+
+/// Sends RELEASE for `keys`/`value` to every node and waits (each node bounded by
+/// `timeout`) for the per-node report.
+pub(crate) async fn release_keys(
+    inner: &Inner,
+    keys: &[Vec<u8>],
+    value: &str,
+    timeout: Duration,
+) -> Report {
+    quorum::round(&inner.nodes, timeout, Decide::All, |node| async move {
+        node.release(keys, value).await
+    })
+    .await
+    .into_report()
+}
+
+/// Releases an attempt's keys when dropped while armed: a cancelled acquisition (its
+/// future dropped mid-attempt) still cleans every node (REDLOCK.md §3.5).
+struct CleanupGuard {
+    inner: Arc<Inner>,
+    keys: Arc<[Vec<u8>]>,
+    value: Option<String>,
+    timeout: Duration,
+}
+
+impl CleanupGuard {
+    /// Starts the cleanup now, in an engine-owned task.
+    fn spawn(mut self) -> Option<JoinHandle<()>> {
+        self.value
+            .take()
+            .map(|v| spawn_release(&self.inner, self.keys.clone(), v, self.timeout))
+    }
+
+    /// The attempt succeeded: the keys now belong to the returned lock.
+    fn disarm(mut self) -> String {
+        self.value.take().unwrap_or_default()
+    }
+}
+
+impl Drop for CleanupGuard {
+    fn drop(&mut self) {
+        if let Some(v) = self.value.take() {
+            tracing::debug!("acquisition cancelled; releasing its keys in the background");
+            spawn_release(&self.inner, self.keys.clone(), v, self.timeout);
+        }
+    }
+}
+
+pub(crate) fn spawn_release(
+    inner: &Arc<Inner>,
+    keys: Arc<[Vec<u8>]>,
+    value: String,
+    timeout: Duration,
+) -> JoinHandle<()> {
+    let task_inner = inner.clone();
+    inner.runtime.spawn(async move {
+        let report = release_keys(&task_inner, &keys, &value, timeout).await;
+        tracing::trace!(%report, "background release done");
+    })
+}
+
+pub(crate) async fn acquire(
+    inner: &Arc<Inner>,
+    resources: Vec<Vec<u8>>,
+    opts: LockOptions,
+) -> Result<Lock> {
+    let ttl = opts.ttl;
+    let ttl_ms = inner.timing.check(&opts, ttl)?;
+    let keys: Arc<[Vec<u8>]> = resources.iter().map(|r| inner.key(r)).collect();
+    let node_timeout = opts.effective_node_timeout(ttl);
+    let drift = inner.timing.drift(ttl);
+    let min_validity_us =
+        i64::try_from(opts.effective_min_validity(ttl).as_micros()).unwrap_or(i64::MAX);
+    let q = inner.quorum();
+    let start = MonoTime::now();
+    let mut attempt: u32 = 0;
+    loop {
+        attempt = attempt.saturating_add(1);
+        let span = tracing::debug_span!("quorumlock.acquire", attempt, nodes = inner.nodes.len());
+        let _entered = span.enter();
+        let guard = CleanupGuard {
+            inner: inner.clone(),
+            keys: keys.clone(),
+            value: Some(value::fresh()?),
+            timeout: node_timeout,
+        };
+        let value = guard.value.clone().unwrap_or_default();
+        let t1 = MonoTime::now();
+        let round = quorum::round(&inner.nodes, node_timeout, Decide::AtQuorum, |node| {
+            let (keys, value) = (&keys, &value);
+            async move { node.acquire(keys, value, ttl_ms).await }
+        })
+        .await;
+        let t2 = MonoTime::now();
+        let v = quorum::validity_us(ttl, t2 - t1, drift);
+        let votes = round.count(NodeKind::Ok);
+        if votes >= q && v > 0 && v >= min_validity_us {
+            let value = guard.disarm();
+            tracing::debug!(attempt, validity_us = v, "acquired");
+            return Ok(Lock::new(Grant {
+                inner: inner.clone(),
+                resources,
+                keys,
+                value,
+                opts,
+                t1,
+                acquired_at: t2,
+                valid_until: t1 + (ttl - drift),
+                attempts: attempt,
+                report: round.into_report(),
+            }));
+        }
+        let kind = if votes >= q {
+            ErrorKind::ValidityTooShort
+        } else {
+            quorum::classify_failure(&round)
+        };
+        let report = round.into_report();
+        let error = Error::new(kind, failure_message(kind, votes, q, v, &report))
+            .with_attempts(attempt)
+            .with_validity_us(v)
+            .with_report(report);
+        tracing::debug!(attempt, %kind, "attempt failed");
+        let cleanup = guard.spawn();
+        let delay = opts.retry_delay
+            + Duration::from_micros(value::jitter(
+                u64::try_from(opts.retry_jitter.as_micros()).unwrap_or(u64::MAX),
+            ));
+        let out_of_budget = opts
+            .wait
+            .is_some_and(|w| (MonoTime::now() - start) + delay > w);
+        if attempt > opts.retry_count || out_of_budget {
+            if let Some(c) = cleanup {
+                // Bounded by node_timeout; a panic in the task is not the caller's failure.
+                let _ = c.await;
+            }
+            return Err(error);
+        }
+        drop(_entered);
+        tokio::time::sleep(delay).await;
+        if let Some(c) = cleanup {
+            let _ = c.await;
+        }
+    }
+}
+
+fn failure_message(kind: ErrorKind, votes: usize, q: usize, v: i64, report: &Report) -> String {
+    let n = report.nodes().len();
+    match kind {
+        ErrorKind::ValidityTooShort => format!(
+            "a quorum of {votes}/{n} nodes was reached but only {:.3} ms of validity were left; the attempt took too long (a stalled client or a slow network)",
+            v as f64 / 1000.0
+        ),
+        ErrorKind::Busy => format!(
+            "the resource is held by another owner on {} of {n} nodes",
+            report.count(NodeKind::HeldByOther)
+        ),
+        _ => format!(
+            "only {votes} of {n} nodes voted for, {q} needed; node errors blocked the quorum"
+        ),
+    }
+}

@@ -1,0 +1,438 @@
+//! The client: N independent Redis masters, their connections, the timing settings, and the
+//! entry point of every operation.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+
+use crate::config::{self, LockOptions, Timing};
+use crate::error::{Error, ErrorKind, Result};
+use crate::lock::Lock;
+use crate::node::Node;
+use crate::quorum::{self, Decide};
+use crate::report::{NodeKind, NodeResult, Report};
+
+/// What every operation of a client shares.
+pub(crate) struct Inner {
+    pub(crate) nodes: Vec<Arc<Node>>,
+    pub(crate) timing: Timing,
+    pub(crate) prefix: Vec<u8>,
+    pub(crate) defaults: LockOptions,
+    pub(crate) runtime: Handle,
+    pid: u32,
+}
+
+impl Inner {
+    pub(crate) fn quorum(&self) -> usize {
+        quorum::quorum(self.nodes.len())
+    }
+
+    /// Handles belong to the process that created them; after `fork()` they must not write
+    /// to the inherited sockets.
+    pub(crate) fn check_process(&self) -> Result<()> {
+        if std::process::id() == self.pid {
+            Ok(())
+        } else {
+            Err(Error::invalid(
+                "this client was created in another process (before fork()); create a new client in this process",
+            ))
+        }
+    }
+
+    /// `<prefix>{<resource>}`.
+    pub(crate) fn key(&self, resource: &[u8]) -> Vec<u8> {
+        let mut k = Vec::with_capacity(self.prefix.len() + resource.len() + 2);
+        k.extend_from_slice(&self.prefix);
+        k.push(b'{');
+        k.extend_from_slice(resource);
+        k.push(b'}');
+        k
+    }
+}
+
+/// A Redlock client over N independent Redis masters. Cheap to clone; clones share the
+/// connections.
+///
+/// ```no_run
+/// # async fn demo() -> quorumlock::Result<()> {
+/// let client = quorumlock::Client::connect([
+///     "redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003",
+/// ]).await?;
+/// let lock = client.acquire(["invoice:7"]).await?;
+/// // ... act only while lock.remaining() > 0 ...
+/// let report = lock.release().await?;
+/// assert!(report.was_held_by_quorum());
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let addrs: Vec<&str> = self
+            .inner
+            .nodes
+            .iter()
+            .map(|n| n.address.as_str())
+            .collect();
+        f.debug_struct("Client").field("nodes", &addrs).finish()
+    }
+}
+
+enum NodeSpec {
+    Url(String),
+    Client(Box<redis::Client>),
+}
+
+/// Builds a [`Client`]; see [`Client::builder`].
+#[must_use]
+pub struct ClientBuilder {
+    nodes: Vec<NodeSpec>,
+    drift_factor: f64,
+    drift_constant: Duration,
+    max_ttl: Duration,
+    connect_timeout: Duration,
+    key_prefix: Vec<u8>,
+    defaults: LockOptions,
+    require_quorum: bool,
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        Self {
+            nodes: Vec::new(),
+            drift_factor: config::DEFAULT_DRIFT_FACTOR,
+            drift_constant: config::DEFAULT_DRIFT_CONSTANT,
+            max_ttl: config::DEFAULT_MAX_TTL,
+            connect_timeout: config::DEFAULT_CONNECT_TIMEOUT,
+            key_prefix: config::DEFAULT_KEY_PREFIX.as_bytes().to_vec(),
+            defaults: LockOptions::default(),
+            require_quorum: false,
+        }
+    }
+}
+
+impl ClientBuilder {
+    /// Adds a node by URL: `redis://[user:password@]host:port[/db]`, `rediss://...` for TLS,
+    /// `?protocol=resp3` for RESP3.
+    pub fn node(mut self, url: impl Into<String>) -> Self {
+        self.nodes.push(NodeSpec::Url(url.into()));
+        self
+    }
+    /// Adds several nodes by URL.
+    pub fn nodes<I, S>(mut self, urls: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.nodes
+            .extend(urls.into_iter().map(|u| NodeSpec::Url(u.into())));
+        self
+    }
+    /// Adds a node from an already configured `redis::Client` (TLS certificates, auth, RESP
+    /// version).
+    pub fn redis_client(mut self, client: redis::Client) -> Self {
+        self.nodes.push(NodeSpec::Client(Box::new(client)));
+        self
+    }
+    /// Drift factor `d` (default 0.01); must be in `0.0..0.5`.
+    pub fn drift_factor(mut self, d: f64) -> Self {
+        self.drift_factor = d;
+        self
+    }
+    /// Drift constant `c` (default 2 ms).
+    pub fn drift_constant(mut self, c: Duration) -> Self {
+        self.drift_constant = c;
+        self
+    }
+    /// Upper bound for any TTL (default 60 s). All clients of the same nodes must agree.
+    pub fn max_ttl(mut self, d: Duration) -> Self {
+        self.max_ttl = d;
+        self
+    }
+    /// How long [`connect`](Self::connect) waits for the first connections (default 1 s).
+    /// Nodes not connected by then keep connecting in the background.
+    pub fn connect_timeout(mut self, d: Duration) -> Self {
+        self.connect_timeout = d;
+        self
+    }
+    /// Key prefix (default `quorumlock:`); lock keys are `<prefix>{<resource>}`.
+    pub fn key_prefix(mut self, prefix: impl AsRef<[u8]>) -> Self {
+        self.key_prefix = prefix.as_ref().to_vec();
+        self
+    }
+    /// Default options for [`Client::acquire`].
+    pub fn lock_options(mut self, opts: LockOptions) -> Self {
+        self.defaults = opts;
+        self
+    }
+    /// Fail [`connect`](Self::connect) unless a quorum of nodes connected (default off: the
+    /// client starts and nodes join as they come up).
+    pub fn require_quorum(mut self, on: bool) -> Self {
+        self.require_quorum = on;
+        self
+    }
+
+    fn check(&self) -> Result<(Timing, Vec<redis::Client>)> {
+        if self.nodes.is_empty() {
+            return Err(Error::invalid("at least one node is required"));
+        }
+        if !(self.drift_factor.is_finite() && (0.0..0.5).contains(&self.drift_factor)) {
+            return Err(Error::invalid("drift_factor must be a number in 0.0..0.5"));
+        }
+        if self.max_ttl.is_zero() || self.max_ttl > Duration::from_secs(30 * 24 * 3600) {
+            return Err(Error::invalid("max_ttl must be between 1 ms and 30 days"));
+        }
+        if self.connect_timeout.is_zero() {
+            return Err(Error::invalid("connect_timeout must be positive"));
+        }
+        let mut clients = Vec::with_capacity(self.nodes.len());
+        let mut seen = HashSet::new();
+        for (i, spec) in self.nodes.iter().enumerate() {
+            let client = match spec {
+                NodeSpec::Client(c) => (**c).clone(),
+                NodeSpec::Url(url) => parse_url(i, url)?,
+            };
+            let address = crate::node::display_address(&client);
+            if !seen.insert(address.clone()) {
+                return Err(Error::invalid(format!(
+                    "node #{i} ({address}) is listed twice; every node must be a separate server"
+                )));
+            }
+            clients.push(client);
+        }
+        let timing = Timing {
+            drift_factor: self.drift_factor,
+            drift_constant: self.drift_constant,
+            max_ttl: self.max_ttl,
+        };
+        timing.check(&self.defaults, self.defaults.ttl)?;
+        Ok((timing, clients))
+    }
+
+    /// Validates the configuration, opens one connection per node (in parallel, waiting up
+    /// to the connect timeout) and returns the client. Nodes that did not connect keep
+    /// trying in the background and count as node errors until they do.
+    ///
+    /// Must be called inside a tokio runtime; the client's background work runs there.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a bad configuration (nothing is sent); with
+    /// [`require_quorum`](Self::require_quorum), `Connection`, `Auth`, `Timeout`, ... when
+    /// fewer than a quorum of nodes connected, with the per-node report.
+    pub async fn connect(self) -> Result<Client> {
+        let (timing, clients) = self.check()?;
+        let runtime = Handle::try_current().map_err(|_| {
+            Error::invalid(
+                "Client::connect must run inside a tokio runtime (or use quorumlock::blocking)",
+            )
+        })?;
+        let nodes: Vec<Arc<Node>> = clients
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| Arc::new(Node::new(i, c, self.connect_timeout)))
+            .collect();
+        let connected = quorum::round(
+            &nodes,
+            self.connect_timeout * 2,
+            Decide::All,
+            |node| async move {
+                if node.connect_once().await {
+                    Ok(NodeKind::Ok)
+                } else {
+                    Err(node
+                        .connect_failure()
+                        .unwrap_or((NodeKind::NotConnected, String::new())))
+                }
+            },
+        )
+        .await;
+        for node in &nodes {
+            if node.connect_failure().is_some() {
+                node.spawn_reconnect(&runtime);
+            }
+        }
+        let inner = Inner {
+            nodes,
+            timing,
+            prefix: self.key_prefix,
+            defaults: self.defaults,
+            runtime,
+            pid: std::process::id(),
+        };
+        let ok = connected.count(NodeKind::Ok);
+        if self.require_quorum && ok < inner.quorum() {
+            let report = connected.into_report();
+            return Err(connect_error(&report, inner.quorum()));
+        }
+        Ok(Client {
+            inner: Arc::new(inner),
+        })
+    }
+}
+
+fn parse_url(i: usize, url: &str) -> Result<redis::Client> {
+    let lower = url.to_ascii_lowercase();
+    if ![
+        "redis://",
+        "rediss://",
+        "unix://",
+        "redis+unix://",
+        "valkey://",
+        "valkeys://",
+    ]
+    .iter()
+    .any(|s| lower.starts_with(s))
+    {
+        return Err(Error::invalid(format!(
+            "node #{i}: a node URL must start with redis://, rediss:// or unix://"
+        )));
+    }
+    redis::Client::open(url).map_err(|e| {
+        // The redis error never echoes the URL, so no credentials leak here.
+        Error::invalid(format!("node #{i}: invalid node URL ({e})"))
+    })
+}
+
+/// The error of a connect or ping that reached fewer than `q` nodes: the stage that failed
+/// on most unusable nodes (ties to the lowest index) names the kind (ARCHITECTURE.md §4).
+fn connect_error(report: &Report, q: usize) -> Error {
+    let failures: Vec<&NodeResult> = report
+        .nodes()
+        .iter()
+        .filter(|n| n.kind.is_error())
+        .collect();
+    let mut best: Option<(ErrorKind, usize)> = None;
+    for f in &failures {
+        let kind = ErrorKind::from_category(f.kind.category());
+        let count = failures
+            .iter()
+            .filter(|g| ErrorKind::from_category(g.kind.category()) == kind)
+            .count();
+        if best.is_none_or(|(_, c)| count > c) {
+            best = Some((kind, count));
+        }
+    }
+    let kind = best.map_or(ErrorKind::Connection, |(k, _)| k);
+    Error::new(
+        kind,
+        format!(
+            "only {} of {} nodes are usable, {q} needed; see the node report",
+            report.nodes().len() - failures.len(),
+            report.nodes().len()
+        ),
+    )
+    .with_report(report.clone())
+}
+
+impl Client {
+    /// A builder with the defaults of REDLOCK.md §11.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    /// Connects to the given node URLs with default settings; see [`ClientBuilder::connect`].
+    pub async fn connect<I, S>(urls: I) -> Result<Client>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self::builder().nodes(urls).connect().await
+    }
+
+    /// Number of configured nodes N.
+    pub fn node_count(&self) -> usize {
+        self.inner.nodes.len()
+    }
+
+    /// The quorum `N / 2 + 1`.
+    pub fn quorum(&self) -> usize {
+        self.inner.quorum()
+    }
+
+    /// Node addresses (`host:port/db`), in configuration order.
+    pub fn addresses(&self) -> Vec<String> {
+        self.inner.nodes.iter().map(|n| n.address.clone()).collect()
+    }
+
+    /// The default lock options of this client.
+    pub fn lock_options(&self) -> &LockOptions {
+        &self.inner.defaults
+    }
+
+    /// The drift allowance `ttl * d + c` for `ttl`.
+    pub fn drift(&self, ttl: Duration) -> Duration {
+        self.inner.timing.drift(ttl)
+    }
+
+    /// The largest TTL this client accepts.
+    pub fn max_ttl(&self) -> Duration {
+        self.inner.timing.max_ttl
+    }
+
+    /// The Redis key of a resource: `<prefix>{<resource>}`.
+    pub fn key(&self, resource: impl AsRef<[u8]>) -> Vec<u8> {
+        self.inner.key(resource.as_ref())
+    }
+
+    /// Acquires a lock on one or more resources with the client's default options.
+    /// See [`acquire_with`](Self::acquire_with).
+    pub async fn acquire<I, R>(&self, resources: I) -> Result<Lock>
+    where
+        I: IntoIterator<Item = R>,
+        R: AsRef<[u8]>,
+    {
+        self.acquire_with(resources, &self.inner.defaults).await
+    }
+
+    /// Acquires a lock on one or more resources (all or nothing on each node).
+    ///
+    /// Each attempt uses a fresh random value, writes to every node in parallel, decides at
+    /// the quorum, and succeeds only if the validity left is positive and at least
+    /// `min_validity`. A failed attempt is cleaned up on every node before the next. At most
+    /// `retry_count + 1` attempts, within the `wait` budget if set. Dropping the future
+    /// cancels: the current attempt's keys are released in the background.
+    ///
+    /// Takes about one round trip to the q-th fastest node per attempt, plus the retry
+    /// delays; each attempt is bounded by `node_timeout`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` (nothing sent), `Busy`, `QuorumNotReached`, `ValidityTooShort`,
+    /// each with the last attempt's per-node report.
+    pub async fn acquire_with<I, R>(&self, resources: I, opts: &LockOptions) -> Result<Lock>
+    where
+        I: IntoIterator<Item = R>,
+        R: AsRef<[u8]>,
+    {
+        self.inner.check_process()?;
+        let resources = config::normalize_resources(resources)?;
+        crate::acquire::acquire(&self.inner, resources, opts.clone()).await
+    }
+
+    /// Releases the given resources on every node where they hold `value` (a value taken
+    /// from a [`Lock::value`], possibly in another process). Never touches keys holding
+    /// another value.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for an empty resource set or a value shorter than 32 hex
+    /// characters. Node failures appear in the report, not as errors.
+    pub async fn release_value<I, R>(&self, resources: I, value: &str) -> Result<Report>
+    where
+        I: IntoIterator<Item = R>,
+        R: AsRef<[u8]>,
+    {
+        self.inner.check_process()?;
+        crate::value::check_given(value)?;
+        let resources = config::normalize_resources(resources)?;
+        let keys: Vec<Vec<u8>> = resources.iter().map(|r| self.inner.key(r)).collect();
+        let timeout = self
+            .inner
+            .defaults
+            .effective_node_timeout(self.inner.defaults.ttl);
+        Ok(crate::acquire::release_keys(&self.inner, &keys, value, timeout).await)
+    }
+}

@@ -1,0 +1,338 @@
+//! Configuration: client-wide settings, per-lock options and their defaults (REDLOCK.md §11).
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// Default lock time-to-live.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(10);
+/// Default upper bound for any TTL.
+pub const DEFAULT_MAX_TTL: Duration = Duration::from_secs(60);
+/// Default drift factor `d`.
+pub const DEFAULT_DRIFT_FACTOR: f64 = 0.01;
+/// Default drift constant `c`.
+pub const DEFAULT_DRIFT_CONSTANT: Duration = Duration::from_millis(2);
+/// Default connect timeout (in the background, never on an operation's critical path).
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// Default number of retries after the first attempt.
+pub const DEFAULT_RETRY_COUNT: u32 = 3;
+/// Default fixed part of the delay between attempts.
+pub const DEFAULT_RETRY_DELAY: Duration = Duration::from_millis(100);
+/// Default random part of the delay between attempts (`uniform(0, jitter)`).
+pub const DEFAULT_RETRY_JITTER: Duration = Duration::from_millis(200);
+/// Default key prefix.
+pub const DEFAULT_KEY_PREFIX: &str = "quorumlock:";
+/// Longest accepted resource name in bytes.
+pub const MAX_RESOURCE_LEN: usize = 1024;
+
+/// Options of one acquisition. Start from [`LockOptions::default`] (or the client's defaults,
+/// [`crate::Client::lock_options`]) and change what you need.
+///
+/// ```
+/// use std::time::Duration;
+/// let opts = quorumlock::LockOptions::default()
+///     .ttl(Duration::from_secs(5))
+///     .retry_count(0)
+///     .auto_extend(true);
+/// assert_eq!(opts.get_ttl(), Duration::from_secs(5));
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct LockOptions {
+    pub(crate) ttl: Duration,
+    pub(crate) retry_count: u32,
+    pub(crate) retry_delay: Duration,
+    pub(crate) retry_jitter: Duration,
+    pub(crate) wait: Option<Duration>,
+    pub(crate) min_validity: Option<Duration>,
+    pub(crate) node_timeout: Option<Duration>,
+    pub(crate) auto_extend: bool,
+    pub(crate) extend_interval: Option<Duration>,
+    pub(crate) max_extensions: Option<u32>,
+    pub(crate) max_hold: Option<Duration>,
+}
+
+impl Default for LockOptions {
+    fn default() -> Self {
+        Self {
+            ttl: DEFAULT_TTL,
+            retry_count: DEFAULT_RETRY_COUNT,
+            retry_delay: DEFAULT_RETRY_DELAY,
+            retry_jitter: DEFAULT_RETRY_JITTER,
+            wait: None,
+            min_validity: None,
+            node_timeout: None,
+            auto_extend: false,
+            extend_interval: None,
+            max_extensions: None,
+            max_hold: None,
+        }
+    }
+}
+
+impl LockOptions {
+    /// Lock time-to-live, sent as `PX` in whole milliseconds. Must be in `1 ms..=max_ttl`.
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+    /// Retries after the first attempt; `0` means exactly one attempt.
+    pub fn retry_count(mut self, n: u32) -> Self {
+        self.retry_count = n;
+        self
+    }
+    /// Retry until acquired, cancelled, or the [`wait`](Self::wait) budget is spent.
+    pub fn retry_forever(mut self) -> Self {
+        self.retry_count = u32::MAX;
+        self
+    }
+    /// Fixed part of the delay between attempts.
+    pub fn retry_delay(mut self, d: Duration) -> Self {
+        self.retry_delay = d;
+        self
+    }
+    /// Random part of the delay between attempts, drawn uniformly from `0..jitter`.
+    pub fn retry_jitter(mut self, d: Duration) -> Self {
+        self.retry_jitter = d;
+        self
+    }
+    /// Total wait budget: no attempt starts after it would be exceeded.
+    pub fn wait(mut self, d: Duration) -> Self {
+        self.wait = Some(d);
+        self
+    }
+    /// Minimum validity a successful attempt must leave (default `ttl / 10`; zero accepts any
+    /// positive validity).
+    pub fn min_validity(mut self, d: Duration) -> Self {
+        self.min_validity = Some(d);
+        self
+    }
+    /// Deadline for one request round on one node (default `clamp(ttl / 200, 5 ms, 50 ms)`).
+    pub fn node_timeout(mut self, d: Duration) -> Self {
+        self.node_timeout = Some(d);
+        self
+    }
+    /// Keep the lock alive in the background until it is released (default off for
+    /// `acquire`).
+    pub fn auto_extend(mut self, on: bool) -> Self {
+        self.auto_extend = on;
+        self
+    }
+    /// Interval of the auto-extension (default `ttl / 3`).
+    pub fn extend_interval(mut self, d: Duration) -> Self {
+        self.extend_interval = Some(d);
+        self
+    }
+    /// Cap on the number of successful extensions (default unlimited).
+    pub fn max_extensions(mut self, n: u32) -> Self {
+        self.max_extensions = Some(n);
+        self
+    }
+    /// Cap on the total holding time: no extension whose deadline would pass
+    /// `acquired_at + max_hold` starts (default unlimited).
+    pub fn max_hold(mut self, d: Duration) -> Self {
+        self.max_hold = Some(d);
+        self
+    }
+
+    /// The TTL.
+    pub fn get_ttl(&self) -> Duration {
+        self.ttl
+    }
+    /// The retry count.
+    pub fn get_retry_count(&self) -> u32 {
+        self.retry_count
+    }
+    /// The fixed retry delay.
+    pub fn get_retry_delay(&self) -> Duration {
+        self.retry_delay
+    }
+    /// The retry jitter bound.
+    pub fn get_retry_jitter(&self) -> Duration {
+        self.retry_jitter
+    }
+    /// The wait budget, if any.
+    pub fn get_wait(&self) -> Option<Duration> {
+        self.wait
+    }
+    /// Whether auto-extension is on.
+    pub fn get_auto_extend(&self) -> bool {
+        self.auto_extend
+    }
+    /// The extension cap, if any.
+    pub fn get_max_extensions(&self) -> Option<u32> {
+        self.max_extensions
+    }
+    /// The holding cap, if any.
+    pub fn get_max_hold(&self) -> Option<Duration> {
+        self.max_hold
+    }
+    /// The effective minimum validity for `ttl`.
+    pub fn effective_min_validity(&self, ttl: Duration) -> Duration {
+        self.min_validity.unwrap_or(ttl / 10)
+    }
+    /// The effective node timeout for `ttl`.
+    pub fn effective_node_timeout(&self, ttl: Duration) -> Duration {
+        self.node_timeout
+            .unwrap_or_else(|| default_node_timeout(ttl))
+    }
+    /// The effective auto-extension interval for `ttl`.
+    pub fn effective_extend_interval(&self, ttl: Duration) -> Duration {
+        self.extend_interval.unwrap_or(ttl / 3)
+    }
+}
+
+/// `clamp(ttl / 200, 5 ms, 50 ms)`.
+pub fn default_node_timeout(ttl: Duration) -> Duration {
+    (ttl / 200).clamp(Duration::from_millis(5), Duration::from_millis(50))
+}
+
+/// Client-wide timing settings shared by all locks of a client.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Timing {
+    pub(crate) drift_factor: f64,
+    pub(crate) drift_constant: Duration,
+    pub(crate) max_ttl: Duration,
+}
+
+impl Timing {
+    /// `drift(ttl) = ttl * d + c`, rounded up to the next microsecond.
+    pub(crate) fn drift(&self, ttl: Duration) -> Duration {
+        let us = (ttl.as_micros() as f64 * self.drift_factor).ceil();
+        // ttl <= max_ttl and d is checked to be finite and small, so this fits.
+        Duration::from_micros(us as u64) + self.drift_constant
+    }
+
+    /// Validates `ttl` and the options against these settings; returns the TTL in whole
+    /// milliseconds.
+    pub(crate) fn check(&self, opts: &LockOptions, ttl: Duration) -> Result<u64> {
+        if ttl.is_zero() || !ttl.subsec_nanos().is_multiple_of(1_000_000) {
+            return Err(Error::invalid(format!(
+                "ttl must be a positive whole number of milliseconds (got {ttl:?})"
+            )));
+        }
+        if ttl > self.max_ttl {
+            return Err(Error::invalid(format!(
+                "ttl {ttl:?} exceeds max_ttl {:?}; raise ClientBuilder::max_ttl on every client of these nodes",
+                self.max_ttl
+            )));
+        }
+        let floor = self.drift(ttl) + opts.effective_min_validity(ttl);
+        if ttl <= floor {
+            return Err(Error::invalid(format!(
+                "ttl {ttl:?} leaves no validity after drift {:?} and min_validity {:?}",
+                self.drift(ttl),
+                opts.effective_min_validity(ttl)
+            )));
+        }
+        if opts.effective_node_timeout(ttl).is_zero() {
+            return Err(Error::invalid("node_timeout must be positive"));
+        }
+        if opts.auto_extend && opts.effective_extend_interval(ttl).is_zero() {
+            return Err(Error::invalid("extend_interval must be positive"));
+        }
+        u64::try_from(ttl.as_millis()).map_err(|_| Error::invalid("ttl is too large"))
+    }
+}
+
+/// Checks and normalizes a set of resource names: non-empty, each 1..=1024 bytes; returns
+/// them sorted by byte order and deduplicated (REDLOCK.md §6).
+pub(crate) fn normalize_resources<I, R>(resources: I) -> Result<Vec<Vec<u8>>>
+where
+    I: IntoIterator<Item = R>,
+    R: AsRef<[u8]>,
+{
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    for r in resources {
+        let r = r.as_ref();
+        if r.is_empty() {
+            return Err(Error::invalid("a resource name must not be empty"));
+        }
+        if r.len() > MAX_RESOURCE_LEN {
+            return Err(Error::invalid(format!(
+                "a resource name must be at most {MAX_RESOURCE_LEN} bytes (got {})",
+                r.len()
+            )));
+        }
+        out.push(r.to_vec());
+    }
+    if out.is_empty() {
+        return Err(Error::invalid("at least one resource is required"));
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timing() -> Timing {
+        Timing {
+            drift_factor: DEFAULT_DRIFT_FACTOR,
+            drift_constant: DEFAULT_DRIFT_CONSTANT,
+            max_ttl: DEFAULT_MAX_TTL,
+        }
+    }
+
+    #[test]
+    fn rule11_drift_formula() {
+        assert_eq!(
+            timing().drift(Duration::from_secs(10)),
+            Duration::from_millis(102)
+        );
+        assert_eq!(
+            timing().drift(Duration::from_millis(1)),
+            Duration::from_micros(2010)
+        );
+    }
+
+    #[test]
+    fn node_timeout_defaults() {
+        assert_eq!(
+            default_node_timeout(Duration::from_secs(10)),
+            Duration::from_millis(50)
+        );
+        assert_eq!(
+            default_node_timeout(Duration::from_secs(1)),
+            Duration::from_millis(5)
+        );
+        assert_eq!(
+            default_node_timeout(Duration::from_secs(2)),
+            Duration::from_millis(10)
+        );
+        assert_eq!(
+            default_node_timeout(Duration::from_secs(60)),
+            Duration::from_millis(50)
+        );
+    }
+
+    #[test]
+    fn ttl_checks() {
+        let t = timing();
+        let o = LockOptions::default();
+        assert!(t.check(&o, Duration::ZERO).is_err());
+        assert!(t.check(&o, Duration::from_micros(1500)).is_err());
+        assert!(t.check(&o, Duration::from_secs(61)).is_err());
+        assert!(t.check(&o, Duration::from_millis(2)).is_err()); // below drift
+        assert_eq!(t.check(&o, Duration::from_secs(10)).unwrap(), 10_000);
+        assert_eq!(t.check(&o, Duration::from_secs(60)).unwrap(), 60_000);
+        let zero_nt = LockOptions::default().node_timeout(Duration::ZERO);
+        assert!(t.check(&zero_nt, Duration::from_secs(1)).is_err());
+    }
+
+    #[test]
+    fn resources_sorted_deduplicated_and_checked() {
+        let r = normalize_resources(["b", "a", "b"]).unwrap();
+        assert_eq!(r, vec![b"a".to_vec(), b"b".to_vec()]);
+        assert_eq!(
+            normalize_resources(["a", "b"]).unwrap(),
+            normalize_resources(["b", "a"]).unwrap()
+        );
+        assert!(normalize_resources([""]).is_err());
+        assert!(normalize_resources(Vec::<&str>::new()).is_err());
+        assert!(normalize_resources([vec![0u8; 1025]]).is_err());
+        assert!(normalize_resources([vec![0xffu8, 0, 1]]).is_ok());
+    }
+}

@@ -1,0 +1,53 @@
+//! # quorumlock
+//!
+//! One audited Redlock engine: distributed locks over N independent Redis masters, with
+//! parallel fan-out, a decision at the quorum `N / 2 + 1`, validity measured on a monotonic
+//! clock, cleanup of partial locks after every failed attempt and on cancellation, safe
+//! extension that never re-creates keys, and automatic extension with a lost-lock signal.
+//! The protocol is specified in `docs/REDLOCK.md` of the repository.
+//!
+//! ```no_run
+//! # async fn demo() -> quorumlock::Result<()> {
+//! use std::time::Duration;
+//! let client = quorumlock::Client::connect([
+//!     "redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003",
+//! ]).await?;
+//! let opts = quorumlock::LockOptions::default().ttl(Duration::from_secs(5));
+//! let lock = client.acquire_with(["invoice:7"], &opts).await?;
+//! println!("held for {:?} more", lock.remaining());
+//! lock.release().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Errors follow one model across languages: [`Error`] with an [`ErrorKind`] and a per-node
+//! [`Report`]. A blocking API over the same engine lives in [`blocking`].
+#![forbid(unsafe_code)]
+
+mod acquire;
+pub mod blocking;
+mod client;
+pub mod clock;
+mod config;
+mod error;
+mod lock;
+mod node;
+mod quorum;
+mod report;
+pub mod runtime;
+mod value;
+mod watchdog;
+
+pub use client::{Client, ClientBuilder};
+pub use clock::MonoTime;
+pub use config::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_CONSTANT, DEFAULT_DRIFT_FACTOR, DEFAULT_KEY_PREFIX,
+    DEFAULT_MAX_TTL, DEFAULT_RETRY_COUNT, DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER, DEFAULT_TTL,
+    LockOptions, MAX_RESOURCE_LEN, default_node_timeout,
+};
+pub use error::{Error, ErrorKind, LostReason, Result};
+pub use lock::{Lock, LostSignal};
+pub use report::{NodeCategory, NodeKind, NodeResult, Report};
+pub use value::{MIN_GIVEN_HEX, VALUE_BYTES};
+
+/// The crate version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

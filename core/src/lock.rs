@@ -1,0 +1,399 @@
+//! The lock handle (Held, Lost, Released): extend, release, the lost signal, and release on
+//! drop (REDLOCK.md §4, §5).
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::{Notify, watch};
+
+use crate::acquire::{release_keys, spawn_release};
+use crate::client::Inner;
+use crate::clock::MonoTime;
+use crate::config::LockOptions;
+use crate::error::{Error, ErrorKind, LostReason, Result};
+use crate::quorum::{self, Decide};
+use crate::report::{NodeKind, Report};
+use crate::watchdog;
+
+/// What a successful acquisition hands to [`Lock::new`].
+pub(crate) struct Grant {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) resources: Vec<Vec<u8>>,
+    pub(crate) keys: Arc<[Vec<u8>]>,
+    pub(crate) value: String,
+    pub(crate) opts: LockOptions,
+    pub(crate) t1: MonoTime,
+    pub(crate) acquired_at: MonoTime,
+    pub(crate) valid_until: MonoTime,
+    pub(crate) attempts: u32,
+    pub(crate) report: Report,
+}
+
+enum Phase {
+    Held,
+    Lost(Error),
+    Released(Report),
+}
+
+struct State {
+    phase: Phase,
+    valid_until: MonoTime,
+    /// T1 of the acquisition or of the last successful extend (the watchdog counts from it).
+    renewed_at: MonoTime,
+    extensions: u32,
+    /// An extension cap was reached: when the deadline passes, the loss is `ExtensionLimit`.
+    capped: bool,
+}
+
+pub(crate) struct Shared {
+    pub(crate) grant: Grant,
+    state: Mutex<State>,
+    /// Serializes extend and release on this handle, so release waits for an extend in flight.
+    op: tokio::sync::Mutex<()>,
+    lost_tx: watch::Sender<Option<Error>>,
+    pub(crate) stop: Notify,
+}
+
+/// A held distributed lock on one or more resources.
+///
+/// Act on the protected resource only while [`remaining`](Self::remaining) is positive: a
+/// holder that pauses after checking can still act late, as with every lease-based lock
+/// (REDLOCK.md §1.4). Release with [`release`](Self::release); a lock dropped while held is
+/// released in the background with a warning.
+#[must_use = "a lock is released when dropped"]
+pub struct Lock {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Lock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lock")
+            .field("resources", &self.shared.grant.resources.len())
+            .field("remaining", &self.remaining())
+            .field("attempts", &self.shared.grant.attempts)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock_state(shared: &Shared) -> MutexGuard<'_, State> {
+    shared.state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Lock {
+    pub(crate) fn new(grant: Grant) -> Lock {
+        let state = State {
+            phase: Phase::Held,
+            valid_until: grant.valid_until,
+            renewed_at: grant.t1,
+            extensions: 0,
+            capped: false,
+        };
+        let auto = grant.opts.auto_extend;
+        let shared = Arc::new(Shared {
+            grant,
+            state: Mutex::new(state),
+            op: tokio::sync::Mutex::new(()),
+            lost_tx: watch::Sender::new(None),
+            stop: Notify::new(),
+        });
+        if auto {
+            watchdog::spawn(&shared);
+        }
+        Lock { shared }
+    }
+
+    /// The resources, sorted and deduplicated.
+    pub fn resources(&self) -> &[Vec<u8>] {
+        &self.shared.grant.resources
+    }
+    /// The random value (40 hex characters) stored in the keys; usable for check-and-set at
+    /// the protected resource or for [`crate::Client::release_value`].
+    pub fn value(&self) -> &str {
+        &self.shared.grant.value
+    }
+    /// The TTL the lock was acquired with.
+    pub fn ttl(&self) -> Duration {
+        self.shared.grant.opts.ttl
+    }
+    /// Attempts the acquisition took.
+    pub fn attempts(&self) -> u32 {
+        self.shared.grant.attempts
+    }
+    /// The per-node report of the successful attempt.
+    pub fn report(&self) -> &Report {
+        &self.shared.grant.report
+    }
+    /// When the acquisition was decided (T2), on [`MonoTime`].
+    pub fn acquired_at(&self) -> MonoTime {
+        self.shared.grant.acquired_at
+    }
+    /// The instant until which the holder may act, on [`MonoTime`].
+    pub fn valid_until(&self) -> MonoTime {
+        lock_state(&self.shared).valid_until
+    }
+    /// Validity left now; zero once expired, lost or released.
+    pub fn remaining(&self) -> Duration {
+        let st = lock_state(&self.shared);
+        match st.phase {
+            Phase::Held => st.valid_until.saturating_since(MonoTime::now()),
+            _ => Duration::ZERO,
+        }
+    }
+    /// True while held and within validity.
+    pub fn is_held(&self) -> bool {
+        !self.remaining().is_zero()
+    }
+    /// Successful extensions so far.
+    pub fn extensions(&self) -> u32 {
+        lock_state(&self.shared).extensions
+    }
+    /// A signal that fires once when the lock is lost (see [`LostSignal`]).
+    pub fn lost_signal(&self) -> LostSignal {
+        LostSignal {
+            rx: self.shared.lost_tx.subscribe(),
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Extends the lock to `ttl` from the start of this call, on a quorum of nodes.
+    ///
+    /// Checks the local deadline first, so an expired lock is never revived and nothing is
+    /// sent. Keys are only ever lengthened and never re-created; a failed extend changes
+    /// nothing and the previous deadline stays in force. Takes about one round trip, bounded
+    /// by `node_timeout` and by the current deadline.
+    ///
+    /// # Errors
+    /// `Lost` (expired or taken over; terminal), `ExtensionLimit` (a cap), `QuorumNotReached`
+    /// or `ValidityTooShort` (transient: the lock stays held until its old deadline),
+    /// `InvalidArgument` (released, bad ttl, another process).
+    pub async fn extend(&self, ttl: Duration) -> Result<()> {
+        extend(&self.shared, ttl).await
+    }
+
+    /// Releases the lock on every node (compare-and-delete) and returns the per-node report.
+    /// Stops the auto-extension first and waits for an extend in flight. Idempotent: a
+    /// second call returns the first report without sending anything. Releasing a lock
+    /// that expired or was taken over is not an error; the report shows `NotHeld` or
+    /// `HeldByOther`. Bounded by `node_timeout` (plus an extend in flight).
+    ///
+    /// # Errors
+    /// Only `InvalidArgument`, when called in another process than the one that acquired.
+    pub async fn release(&self) -> Result<Report> {
+        release(&self.shared).await
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let shared = &self.shared;
+        shared.stop.notify_one();
+        let held = matches!(lock_state(shared).phase, Phase::Held);
+        if held && shared.grant.inner.check_process().is_ok() {
+            tracing::warn!("a lock was dropped while held; releasing it in the background");
+            let task = shared.clone();
+            shared.grant.inner.runtime.spawn(async move {
+                let _ = release(&task).await;
+            });
+        }
+    }
+}
+
+pub(crate) fn renewed_at(shared: &Shared) -> Option<(MonoTime, MonoTime)> {
+    let st = lock_state(shared);
+    matches!(st.phase, Phase::Held).then_some((st.renewed_at, st.valid_until))
+}
+
+/// Enters the terminal Lost state (once), fires the signal and releases in the background.
+pub(crate) fn mark_lost(shared: &Shared, error: &Error) {
+    {
+        let mut st = lock_state(shared);
+        if !matches!(st.phase, Phase::Held) {
+            return;
+        }
+        st.phase = Phase::Lost(error.clone());
+    }
+    tracing::warn!(%error, "lock lost");
+    shared.lost_tx.send_replace(Some(error.clone()));
+    let g = &shared.grant;
+    spawn_release(
+        &g.inner,
+        g.keys.clone(),
+        g.value.clone(),
+        g.opts.effective_node_timeout(g.opts.ttl),
+    );
+}
+
+/// The deadline passed: the lock is lost, by `ExtensionLimit` if a cap stopped the
+/// extensions, else `Expired`.
+pub(crate) fn expired(shared: &Shared, report: Report) -> Error {
+    let e = if lock_state(shared).capped {
+        Error::lost(
+            LostReason::ExtensionLimit,
+            "the extensions reached their cap and the validity ran out",
+            report,
+        )
+    } else {
+        Error::lost(
+            LostReason::Expired,
+            "the lock's validity ran out before it was extended",
+            report,
+        )
+    };
+    mark_lost(shared, &e);
+    e
+}
+
+fn cap_reached(shared: &Shared, what: &str) -> Error {
+    lock_state(shared).capped = true;
+    Error::new(
+        ErrorKind::ExtensionLimit,
+        format!("{what}; the lock stays valid until its deadline"),
+    )
+}
+
+pub(crate) async fn extend(shared: &Shared, ttl: Duration) -> Result<()> {
+    let g = &shared.grant;
+    g.inner.check_process()?;
+    let _op = shared.op.lock().await;
+    let ttl_ms = g.inner.timing.check(&g.opts, ttl)?;
+    let (valid_until, extensions) = {
+        let st = lock_state(shared);
+        match &st.phase {
+            Phase::Held => (st.valid_until, st.extensions),
+            Phase::Lost(e) => return Err(e.clone()),
+            Phase::Released(_) => {
+                return Err(Error::invalid("the lock was released; acquire it again"));
+            }
+        }
+    };
+    if g.opts.max_extensions.is_some_and(|m| extensions >= m) {
+        return Err(cap_reached(shared, "max_extensions reached"));
+    }
+    let t1 = MonoTime::now();
+    if t1 >= valid_until {
+        return Err(expired(shared, Report::default()));
+    }
+    if g.opts
+        .max_hold
+        .is_some_and(|m| t1 + ttl > g.acquired_at + m)
+    {
+        return Err(cap_reached(shared, "max_hold would be exceeded"));
+    }
+    let timeout = g.opts.effective_node_timeout(ttl).min(valid_until - t1);
+    let round = quorum::round(&g.inner.nodes, timeout, Decide::AtQuorum, |node| {
+        let (keys, value) = (&g.keys, &g.value);
+        async move { node.extend(keys, value, ttl_ms).await }
+    })
+    .await;
+    let t2 = MonoTime::now();
+    let report_of = |round: quorum::Round| round.into_report();
+    if t2 >= valid_until {
+        return Err(expired(shared, report_of(round)));
+    }
+    let drift = g.inner.timing.drift(ttl);
+    let v = quorum::validity_us(ttl, t2 - t1, drift);
+    let min_v = i64::try_from(g.opts.effective_min_validity(ttl).as_micros()).unwrap_or(i64::MAX);
+    let (n, q) = (g.inner.nodes.len(), g.inner.quorum());
+    let ok = round.count(NodeKind::Ok);
+    let held = round.count(NodeKind::HeldByOther);
+    let gone = round.count(NodeKind::NotHeld) + held;
+    if ok >= q && v > 0 && v >= min_v {
+        let mut st = lock_state(shared);
+        if matches!(st.phase, Phase::Held) {
+            st.valid_until = st.valid_until.max(t1 + (ttl - drift));
+            st.renewed_at = t1;
+            st.extensions += 1;
+        }
+        return Ok(());
+    }
+    if gone > n - q {
+        let (reason, text) = if held > 0 {
+            (LostReason::Taken, "another owner holds the lock now")
+        } else {
+            (
+                LostReason::Expired,
+                "the lock's keys are gone from a majority of nodes",
+            )
+        };
+        let e = Error::lost(reason, text, report_of(round));
+        mark_lost(shared, &e);
+        return Err(e);
+    }
+    let kind = if ok >= q {
+        ErrorKind::ValidityTooShort
+    } else {
+        ErrorKind::QuorumNotReached
+    };
+    Err(Error::new(
+        kind,
+        format!(
+            "extend reached {ok} of {n} nodes ({q} needed); the previous deadline stays in force"
+        ),
+    )
+    .with_validity_us(v)
+    .with_report(report_of(round)))
+}
+
+async fn release(shared: &Shared) -> Result<Report> {
+    let g = &shared.grant;
+    g.inner.check_process()?;
+    shared.stop.notify_one();
+    let _op = shared.op.lock().await;
+    if let Phase::Released(report) = &lock_state(shared).phase {
+        return Ok(report.clone());
+    }
+    let timeout = g.opts.effective_node_timeout(g.opts.ttl);
+    let report = release_keys(&g.inner, &g.keys, &g.value, timeout).await;
+    lock_state(shared).phase = Phase::Released(report.clone());
+    Ok(report)
+}
+
+/// Fires once when a lock is lost: an extend proved the keys gone or taken, the deadline
+/// passed without a successful extend, or a cap stopped the auto-extension. Never fires
+/// after a successful release.
+#[derive(Clone)]
+pub struct LostSignal {
+    rx: watch::Receiver<Option<Error>>,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for LostSignal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LostSignal")
+            .field("lost", &self.get().is_some())
+            .finish()
+    }
+}
+
+impl LostSignal {
+    /// The loss, if the lock is lost (including a held lock whose deadline has passed).
+    pub fn get(&self) -> Option<Error> {
+        if let Some(e) = self.rx.borrow().clone() {
+            return Some(e);
+        }
+        let (_, valid_until) = renewed_at(&self.shared)?;
+        (MonoTime::now() >= valid_until).then(|| expired(&self.shared, Report::default()))
+    }
+
+    /// Waits until the lock is lost and returns the `Lost` error (reason and node report).
+    /// Stays pending forever once the lock is released.
+    pub async fn wait(&mut self) -> Error {
+        loop {
+            if let Some(e) = self.get() {
+                return e;
+            }
+            let sleep_for = match renewed_at(&self.shared) {
+                Some((_, valid_until)) => valid_until.saturating_since(MonoTime::now()),
+                None => Duration::MAX,
+            };
+            tokio::select! {
+                changed = self.rx.changed() => {
+                    if changed.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                }
+                () = tokio::time::sleep(sleep_for.min(Duration::from_secs(86_400))) => {}
+            }
+        }
+    }
+}

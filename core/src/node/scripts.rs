@@ -1,0 +1,79 @@
+//! Lua scripts (sources in `lua/`), their SHA-1s computed once, and the `EVALSHA` call with
+//! the `EVAL` fallback on `NOSCRIPT` (REDLOCK.md §2.6).
+
+use std::sync::LazyLock;
+
+use redis::Cmd;
+
+/// A script source and its SHA-1.
+pub(crate) struct Script {
+    source: &'static str,
+    sha: String,
+}
+
+impl Script {
+    fn new(source: &'static str) -> Self {
+        Self {
+            source,
+            sha: redis::Script::new(source).get_hash().to_owned(),
+        }
+    }
+
+    /// `EVALSHA sha numkeys keys... args...`, or `EVAL source ...` when `fallback` is set.
+    pub(crate) fn cmd(&self, fallback: bool, keys: &[Vec<u8>], args: &[&[u8]]) -> Cmd {
+        let mut cmd = if fallback {
+            let mut c = redis::cmd("EVAL");
+            c.arg(self.source);
+            c
+        } else {
+            let mut c = redis::cmd("EVALSHA");
+            c.arg(&self.sha);
+            c
+        };
+        cmd.arg(keys.len());
+        for k in keys {
+            cmd.arg(k.as_slice());
+        }
+        for a in args {
+            cmd.arg(*a);
+        }
+        cmd
+    }
+}
+
+/// ACQUIRE-MULTI: all keys of a set or none.
+pub(crate) static ACQUIRE_MULTI: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/acquire_multi.lua")));
+/// RELEASE: compare-and-delete.
+pub(crate) static RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/release.lua")));
+/// EXTEND: compare-and-lengthen.
+pub(crate) static EXTEND: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/extend.lua")));
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shas_are_distinct_hex() {
+        let shas = [&ACQUIRE_MULTI.sha, &RELEASE.sha, &EXTEND.sha];
+        for s in shas {
+            assert_eq!(s.len(), 40);
+        }
+        assert_ne!(shas[0], shas[1]);
+        assert_ne!(shas[1], shas[2]);
+    }
+
+    #[test]
+    fn cmd_layout() {
+        let keys = vec![b"k1".to_vec(), b"k2".to_vec()];
+        let packed = RELEASE.cmd(false, &keys, &[b"v"]).get_packed_command();
+        let text = String::from_utf8_lossy(&packed);
+        assert!(text.contains("EVALSHA"));
+        assert!(text.contains(&RELEASE.sha));
+        assert!(text.contains("\r\n2\r\n"));
+        let packed = RELEASE.cmd(true, &keys, &[b"v"]).get_packed_command();
+        assert!(String::from_utf8_lossy(&packed).contains("redis.call('DEL'"));
+    }
+}

@@ -1,0 +1,70 @@
+//! Shared helpers for the integration tests: real redis-server nodes from the harness and
+//! clients with test-friendly timeouts (node_timeout 50 ms on a loaded 2-core machine,
+//! TESTING.md §2.2).
+// Each test binary uses a different subset of these helpers; panicking on harness failures
+// is what a test helper should do.
+#![allow(dead_code, unused_imports, clippy::expect_used, clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use quorumlock::{Client, LockOptions};
+pub use quorumlock_harness::{Cluster, Persist, Reply};
+
+pub const NODE_TIMEOUT: Duration = Duration::from_millis(50);
+
+pub fn cluster(n: usize) -> Cluster {
+    Cluster::builder()
+        .nodes(n)
+        .start()
+        .expect("start redis-server nodes")
+}
+
+pub fn opts(ttl_ms: u64) -> LockOptions {
+    LockOptions::default()
+        .ttl(Duration::from_millis(ttl_ms))
+        .node_timeout(NODE_TIMEOUT)
+        .retry_count(0)
+}
+
+pub async fn client(c: &Cluster) -> Client {
+    Client::builder()
+        .nodes(c.urls())
+        .lock_options(opts(10_000))
+        .connect()
+        .await
+        .expect("connect")
+}
+
+/// The value stored under `key` on node `i`, if any.
+pub fn get(c: &Cluster, i: usize, key: &[u8]) -> Option<Vec<u8>> {
+    match c.command(i, &[b"GET", key]).expect("GET") {
+        Reply::Bulk(v) => Some(v),
+        _ => None,
+    }
+}
+
+/// Number of nodes whose `key` holds `value`.
+pub fn holders(c: &Cluster, key: &[u8], value: &str) -> usize {
+    (0..c.len())
+        .filter(|&i| get(c, i, key).as_deref() == Some(value.as_bytes()))
+        .count()
+}
+
+/// Number of nodes where `key` exists at all.
+pub fn present(c: &Cluster, key: &[u8]) -> usize {
+    (0..c.len())
+        .filter(|&i| c.command(i, &[b"EXISTS", key]).expect("EXISTS").as_int() == Some(1))
+        .count()
+}
+
+pub fn set_foreign(c: &Cluster, i: usize, key: &[u8], px_ms: u64) {
+    let px = px_ms.to_string();
+    let r = c
+        .command(i, &[b"SET", key, b"someone-else", b"PX", px.as_bytes()])
+        .expect("SET");
+    assert!(!r.is_error(), "{r:?}");
+}
+
+pub fn del(c: &Cluster, i: usize, key: &[u8]) {
+    c.command(i, &[b"DEL", key]).expect("DEL");
+}

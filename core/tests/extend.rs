@@ -1,0 +1,204 @@
+//! Extend, auto-extension and the lost signal (REDLOCK.md §5).
+// Test helpers outside #[test] functions panic on failure by design.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use quorumlock::{ErrorKind, LostReason, NodeKind};
+
+#[tokio::test]
+async fn rule6_extend_after_expiry_never_recreates_keys() {
+    let c = cluster(3);
+    let client = client(&c).await;
+    let lock = client.acquire_with(["e"], &opts(300)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let e = lock.extend(Duration::from_secs(5)).await.unwrap_err();
+    assert!(e.is_lost(), "{e}");
+    assert_eq!(e.lost_reason(), Some(LostReason::Expired));
+    assert!(
+        e.report().nodes().is_empty(),
+        "the local deadline check sends nothing"
+    );
+    assert_eq!(present(&c, &client.key("e")), 0);
+    // Lost is terminal.
+    assert!(
+        lock.extend(Duration::from_secs(5))
+            .await
+            .unwrap_err()
+            .is_lost()
+    );
+    assert!(lock.lost_signal().get().is_some());
+}
+
+#[tokio::test]
+async fn rule6_rule8_extend_of_keys_deleted_behind_its_back_reports_lost() {
+    let c = cluster(3);
+    let client = client(&c).await;
+    let lock = client.acquire(["gone"]).await.unwrap();
+    let key = client.key("gone");
+    for i in 0..3 {
+        del(&c, i, &key);
+    }
+    let e = lock.extend(Duration::from_secs(10)).await.unwrap_err();
+    assert!(e.is_lost(), "{e}");
+    assert_eq!(e.lost_reason(), Some(LostReason::Expired));
+    assert!(e.report().count(NodeKind::NotHeld) >= 2);
+    assert_eq!(present(&c, &key), 0, "extend never re-creates a key");
+}
+
+#[tokio::test]
+async fn extend_of_a_taken_lock_is_lost_taken_and_leaves_the_new_holder_alone() {
+    let c = cluster(3);
+    let client = client(&c).await;
+    let lock = client.acquire(["taken"]).await.unwrap();
+    let key = client.key("taken");
+    for i in 0..3 {
+        del(&c, i, &key);
+        set_foreign(&c, i, &key, 30_000);
+    }
+    let e = lock.extend(Duration::from_secs(10)).await.unwrap_err();
+    assert_eq!(e.lost_reason(), Some(LostReason::Taken), "{e}");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for i in 0..3 {
+        assert_eq!(get(&c, i, &key).unwrap(), b"someone-else");
+    }
+}
+
+#[tokio::test]
+async fn rule7_failed_extend_keeps_keys_and_deadline() {
+    let c = cluster(5);
+    let client = client(&c).await;
+    let lock = client.acquire(["keep"]).await.unwrap();
+    let before = lock.valid_until();
+    for i in 0..3 {
+        c.pause(i).unwrap();
+    }
+    let e = lock.extend(Duration::from_secs(30)).await.unwrap_err();
+    for i in 0..3 {
+        c.resume(i).unwrap();
+    }
+    assert_eq!(e.kind(), ErrorKind::QuorumNotReached, "{e}");
+    assert_eq!(
+        lock.valid_until(),
+        before,
+        "the previous deadline stays in force"
+    );
+    assert!(lock.is_held());
+    let key = client.key("keep");
+    assert_eq!(holders(&c, &key, lock.value()), 5, "nothing was deleted");
+    // Extend never shortens a key.
+    lock.extend(Duration::from_secs(1)).await.unwrap();
+    let pttl = c.command(4, &[b"PTTL", &key]).unwrap().as_int().unwrap();
+    assert!(pttl > 5_000, "pttl {pttl}");
+    lock.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn auto_extension_holds_for_five_ttls_then_signals_loss() {
+    let c = cluster(3);
+    let client = client(&c).await;
+    let opts = opts(1_000).auto_extend(true);
+    let lock = client.acquire_with(["auto"], &opts).await.unwrap();
+    let key = client.key("auto");
+    tokio::time::sleep(Duration::from_millis(5_000)).await;
+    assert!(lock.is_held(), "still held after 5 x ttl");
+    assert!(lock.extensions() >= 10, "extensions {}", lock.extensions());
+    assert_eq!(holders(&c, &key, lock.value()), 3);
+    let mut lost = lock.lost_signal();
+    assert!(lost.get().is_none());
+    for i in 0..3 {
+        del(&c, i, &key);
+    }
+    let e = tokio::time::timeout(Duration::from_millis(1_500), lost.wait())
+        .await
+        .expect("the lost signal fires within the validity");
+    assert!(e.is_lost());
+    assert!(!lock.is_held());
+    assert_eq!(present(&c, &key), 0);
+    // Release after loss still works and reports.
+    let report = lock.release().await.unwrap();
+    assert_eq!(report.count(NodeKind::NotHeld), 3);
+}
+
+#[tokio::test]
+async fn rule15_extension_cap_ends_in_loss() {
+    let c = cluster(3);
+    let client = client(&c).await;
+    let opts = opts(600).auto_extend(true).max_extensions(2);
+    let lock = client.acquire_with(["cap"], &opts).await.unwrap();
+    let mut lost = lock.lost_signal();
+    let e = tokio::time::timeout(Duration::from_secs(3), lost.wait())
+        .await
+        .unwrap();
+    assert_eq!(e.lost_reason(), Some(LostReason::ExtensionLimit));
+    assert_eq!(lock.extensions(), 2);
+    assert!(
+        lock.extend(Duration::from_secs(1))
+            .await
+            .unwrap_err()
+            .is_lost()
+    );
+}
+
+#[tokio::test]
+async fn rule16_no_extension_after_release() {
+    let c = cluster(3);
+    let client = client(&c).await;
+    let opts = opts(300).auto_extend(true);
+    let lock = client.acquire_with(["stop"], &opts).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    lock.release().await.unwrap();
+    let calls = |c: &Cluster| -> i64 {
+        (0..3)
+            .map(
+                |i| match c.command(i, &[b"INFO", b"commandstats"]).unwrap() {
+                    Reply::Bulk(b) => {
+                        let text = String::from_utf8_lossy(&b).into_owned();
+                        text.lines()
+                            .filter(|l| {
+                                l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:")
+                            })
+                            .filter_map(|l| {
+                                l.split("calls=")
+                                    .nth(1)?
+                                    .split(',')
+                                    .next()?
+                                    .parse::<i64>()
+                                    .ok()
+                            })
+                            .sum::<i64>()
+                    }
+                    other => panic!("{other:?}"),
+                },
+            )
+            .sum()
+    };
+    let before = calls(&c);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(calls(&c), before, "no script call after release");
+    // The lost signal never fires after a successful release.
+    let mut lost = lock.lost_signal();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), lost.wait())
+            .await
+            .is_err()
+    );
+}
+
+#[tokio::test]
+async fn plain_lock_signals_loss_at_its_deadline() {
+    let c = cluster(1);
+    let client = client(&c).await;
+    let lock = client.acquire_with(["plain"], &opts(300)).await.unwrap();
+    let mut lost = lock.lost_signal();
+    let t0 = quorumlock::MonoTime::now();
+    let e = tokio::time::timeout(Duration::from_secs(2), lost.wait())
+        .await
+        .unwrap();
+    assert_eq!(e.lost_reason(), Some(LostReason::Expired));
+    assert!(quorumlock::MonoTime::now() >= lock.valid_until());
+    assert!(quorumlock::MonoTime::now() - t0 < Duration::from_millis(600));
+}

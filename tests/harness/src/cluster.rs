@@ -1,0 +1,318 @@
+//! A cluster of independent `redis-server` nodes owned by the test (`docs/TESTING.md` §2.2–2.4).
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::node::{Node, Server};
+use crate::resp::{self, Reply};
+use crate::run;
+
+/// How a node persists its keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Persist {
+    /// AOF with `appendfsync always`: every acknowledged write survives `kill -9`. The default.
+    #[default]
+    Always,
+    /// No persistence: a restarted node comes back empty.
+    None,
+    /// AOF with `appendfsync everysec`.
+    Everysec,
+}
+
+impl Persist {
+    /// The name used on the command line and in JSON: `always`, `none` or `everysec`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Persist::Always => "always",
+            Persist::None => "none",
+            Persist::Everysec => "everysec",
+        }
+    }
+
+    pub(crate) fn server_args(self) -> &'static [&'static str] {
+        match self {
+            Persist::Always => &[
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--no-appendfsync-on-rewrite",
+                "no",
+            ],
+            Persist::None => &["--appendonly", "no"],
+            Persist::Everysec => &["--appendonly", "yes", "--appendfsync", "everysec"],
+        }
+    }
+}
+
+impl FromStr for Persist {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "always" => Ok(Persist::Always),
+            "none" => Ok(Persist::None),
+            "everysec" => Ok(Persist::Everysec),
+            _ => Err(format!(
+                "unknown persist mode {s:?}: use always, none or everysec"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Persist {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Options for starting a [`Cluster`]; make one with [`Cluster::builder`], then call [`Builder::start`].
+#[derive(Debug, Clone)]
+pub struct Builder {
+    nodes: usize,
+    persist: Persist,
+    run_dir: Option<PathBuf>,
+}
+
+impl Builder {
+    /// Number of nodes (default 5).
+    pub fn nodes(mut self, n: usize) -> Self {
+        self.nodes = n;
+        self
+    }
+
+    /// Persistence of every node (default [`Persist::Always`]).
+    pub fn persist(mut self, persist: Persist) -> Self {
+        self.persist = persist;
+        self
+    }
+
+    /// Use this run folder (created if missing) instead of a fresh one under
+    /// [`run::run_root`]. `ql-harness start` uses it to hand its folder to the supervisor.
+    pub fn run_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.run_dir = Some(dir.into());
+        self
+    }
+
+    /// Sweeps stale runs, creates the run folder and starts every node in parallel; returns
+    /// once all of them answer `PING`. Fails if `redis-server` is missing, or a node cannot
+    /// start (the error holds the last lines of its log; the folder is kept).
+    pub fn start(self) -> io::Result<Cluster> {
+        let server = Server::find()?;
+        run::sweep(false);
+        let run_dir = match self.run_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(&dir)?;
+                std::path::absolute(dir)?
+            }
+            None => run::new_run_dir()?,
+        };
+        run::write_owner(&run_dir)?;
+        match crate::node::start_all(&server, &run_dir, self.nodes, self.persist) {
+            Ok(nodes) => Ok(Cluster {
+                run_dir,
+                server,
+                nodes,
+                keep: false,
+            }),
+            Err(e) => {
+                let _ = std::fs::write(run_dir.join(run::KEPT_MARKER), "start failed\n");
+                Err(io::Error::new(
+                    e.kind(),
+                    format!("{e}\n(run folder kept: {})", run_dir.display()),
+                ))
+            }
+        }
+    }
+}
+
+/// N independent `redis-server` nodes on loopback, owned by this value. Dropping it SIGKILLs
+/// and reaps every node and deletes the run folder, unless the thread is panicking,
+/// [`Cluster::keep`] was called, or `QL_KEEP_RUNS=1`.
+///
+/// Methods taking a node index `i` panic if `i >= len()`.
+#[derive(Debug)]
+pub struct Cluster {
+    run_dir: PathBuf,
+    server: Server,
+    nodes: Vec<Node>,
+    keep: bool,
+}
+
+impl Cluster {
+    /// A builder with 5 nodes and [`Persist::Always`].
+    pub fn builder() -> Builder {
+        Builder {
+            nodes: 5,
+            persist: Persist::Always,
+            run_dir: None,
+        }
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// True if the cluster has no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Every node's URL, `redis://127.0.0.1:PORT`, in node order.
+    pub fn urls(&self) -> Vec<String> {
+        (0..self.len()).map(|i| self.url(i)).collect()
+    }
+
+    /// Node `i`'s URL, `redis://127.0.0.1:PORT`.
+    pub fn url(&self, i: usize) -> String {
+        format!("redis://{}", self.addr(i))
+    }
+
+    /// Node `i`'s address. It keeps its port across restarts.
+    pub fn addr(&self, i: usize) -> SocketAddr {
+        self.nodes[i].addr()
+    }
+
+    /// PID of node `i`'s current process (of the last one, if it was killed).
+    pub fn pid(&self, i: usize) -> u32 {
+        self.nodes[i].pid
+    }
+
+    /// True if node `i` has a process (started and not killed; it may be paused).
+    pub fn is_running(&self, i: usize) -> bool {
+        self.nodes[i].child.is_some()
+    }
+
+    /// Node `i`'s current persistence mode.
+    pub fn persist(&self, i: usize) -> Persist {
+        self.nodes[i].persist
+    }
+
+    /// Node `i`'s `redis.log`.
+    pub fn log_path(&self, i: usize) -> PathBuf {
+        self.nodes[i].log_path()
+    }
+
+    /// The run folder (absolute).
+    pub fn run_dir(&self) -> &Path {
+        &self.run_dir
+    }
+
+    /// Keep the run folder when this cluster is dropped.
+    pub fn keep(&mut self) {
+        self.keep = true;
+    }
+
+    fn signal(&self, i: usize, sig: Signal) -> io::Result<()> {
+        let node = &self.nodes[i];
+        if node.child.is_none() {
+            return Err(io::Error::other(format!("node {i} is not running")));
+        }
+        let pid = i32::try_from(node.pid).map_err(io::Error::other)?;
+        kill(Pid::from_raw(pid), sig).map_err(io::Error::from)
+    }
+
+    /// SIGSTOP node `i`. The kernel still accepts connections; no reply comes until
+    /// [`resume`](Self::resume).
+    pub fn pause(&self, i: usize) -> io::Result<()> {
+        self.signal(i, Signal::SIGSTOP)
+    }
+
+    /// SIGCONT node `i`.
+    pub fn resume(&self, i: usize) -> io::Result<()> {
+        self.signal(i, Signal::SIGCONT)
+    }
+
+    /// SIGKILL node `i` and wait for it (a crash). Does nothing if it is not running.
+    pub fn kill(&mut self, i: usize) {
+        self.nodes[i].kill();
+    }
+
+    /// Start node `i` again on the same port and folder with `persist` (killing it first if it
+    /// still runs), and wait until it answers `PING`.
+    pub fn restart(&mut self, i: usize, persist: Persist) -> io::Result<()> {
+        self.nodes[i].restart(&self.server, persist)
+    }
+
+    /// Sends `DEBUG SLEEP secs` to node `i` on its own connection and returns at once; a
+    /// background thread reads (and discards) the reply. The command has been written when
+    /// this returns.
+    pub fn debug_sleep(&self, i: usize, secs: f64) -> io::Result<()> {
+        let arg = format!("{secs}");
+        let timeout = Duration::from_secs_f64(secs.max(0.0) + 10.0);
+        let stream = resp::send(self.addr(i), &[b"DEBUG", b"SLEEP", arg.as_bytes()], timeout)?;
+        std::thread::spawn(move || {
+            let _ = resp::read_reply(&mut io::BufReader::new(stream));
+        });
+        Ok(())
+    }
+
+    /// `CLIENT PAUSE ms mode` on node `i`; `mode` is `WRITE` or `ALL`.
+    pub fn client_pause(&self, i: usize, ms: u64, mode: &str) -> io::Result<()> {
+        let ms = ms.to_string();
+        self.command(i, &[b"CLIENT", b"PAUSE", ms.as_bytes(), mode.as_bytes()])?
+            .into_result()
+            .map(drop)
+    }
+
+    /// `SCRIPT FLUSH` on node `i`.
+    pub fn script_flush(&self, i: usize) -> io::Result<()> {
+        self.command(i, &[b"SCRIPT", b"FLUSH"])?
+            .into_result()
+            .map(drop)
+    }
+
+    /// Sends one raw command to node `i` on a fresh connection (5 s timeout). A Redis error is
+    /// returned as `Ok(Reply::Error(..))`.
+    pub fn command(&self, i: usize, args: &[&[u8]]) -> io::Result<Reply> {
+        resp::command(self.addr(i), args)
+    }
+
+    /// Like [`command`](Self::command) with a custom connect/read/write timeout.
+    pub fn command_timeout(
+        &self,
+        i: usize,
+        args: &[&[u8]],
+        timeout: Duration,
+    ) -> io::Result<Reply> {
+        resp::command_timeout(self.addr(i), args, timeout)
+    }
+
+    /// `KEYS pattern` on node `i`.
+    pub fn keys(&self, i: usize, pattern: &str) -> io::Result<Vec<Vec<u8>>> {
+        match self
+            .command(i, &[b"KEYS", pattern.as_bytes()])?
+            .into_result()?
+        {
+            Reply::Array(items) => Ok(items
+                .into_iter()
+                .filter_map(|r| r.as_bytes().map(<[u8]>::to_vec))
+                .collect()),
+            other => Err(io::Error::other(format!(
+                "KEYS: unexpected reply {other:?}"
+            ))),
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // Node's Drop SIGKILLs (which also ends a stopped process) and reaps.
+        self.nodes.clear();
+        let keep = self.keep || std::thread::panicking() || run::keep_runs_env();
+        if keep {
+            let _ = std::fs::write(self.run_dir.join(run::KEPT_MARKER), "kept\n");
+            eprintln!("ql-harness: kept run folder {}", self.run_dir.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.run_dir);
+        }
+    }
+}
