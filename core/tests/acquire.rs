@@ -26,8 +26,11 @@ async fn acquire_release_on_1_3_5_7_nodes() {
         assert_eq!(lock.attempts(), 1);
         lock.extend(Duration::from_secs(20)).await.unwrap();
         assert!(lock.remaining() > Duration::from_secs(19));
-        let pttl = c.command(0, &[b"PTTL", &key]).unwrap().as_int().unwrap();
-        assert!(pttl > 19_000, "pttl {pttl}");
+        // Decided at the quorum: at least q nodes already carry the longer TTL.
+        let extended = (0..n)
+            .filter(|&i| c.command(i, &[b"PTTL", &key]).unwrap().as_int().unwrap() > 19_000)
+            .count();
+        assert!(extended >= n / 2 + 1, "{extended} of {n} nodes extended");
         let report = lock.release().await.unwrap();
         assert_eq!(report.released_count(), n);
         assert!(report.was_held_by_quorum());
