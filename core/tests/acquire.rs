@@ -35,7 +35,7 @@ async fn acquire_release_on_1_3_5_7_nodes() {
             "{extended} of {n} nodes extended"
         );
         let report = lock.release().await.unwrap();
-        assert_eq!(report.released_count(), n);
+        assert_eq!(report.released_count(), n, "{report}");
         assert!(report.was_held_by_quorum());
         assert_eq!(present(&c, &key), 0);
         // A second release sends nothing and returns the first report.
@@ -122,7 +122,7 @@ async fn multi_resource_is_all_or_nothing() {
     del(&c, 0, &client.key("a"));
     let report = lock.release().await.unwrap();
     assert_eq!(report.nodes()[0].kind, NodeKind::Partial);
-    assert_eq!(report.released_count(), 2);
+    assert_eq!(report.released_count(), 2, "{report}");
     assert_eq!(
         present(&c, &client.key("a")) + present(&c, &client.key("b")),
         0
@@ -260,7 +260,7 @@ async fn release_by_value_and_drop_release() {
     let lock = client.acquire(["byvalue"]).await.unwrap();
     let value = lock.value().to_owned();
     let report = client.release_value(["byvalue"], &value).await.unwrap();
-    assert_eq!(report.released_count(), 3);
+    assert_eq!(report.released_count(), 3, "{report}");
     drop(lock);
     // A lock dropped while held is released in the background.
     let lock = client.acquire(["dropped"]).await.unwrap();

@@ -160,7 +160,8 @@ fn blocking_api_works_and_refuses_runtime_threads() {
     let lock = client.acquire_with(["b"], &opts(5_000)).unwrap();
     assert!(lock.remaining() > Duration::from_secs(4));
     lock.extend(Duration::from_secs(5)).unwrap();
-    assert_eq!(lock.release().unwrap().released_count(), 3);
+    let report = lock.release().unwrap();
+    assert_eq!(report.released_count(), 3, "{report}");
     invalid(client.acquire_with(["b"], &opts(0)), "positive");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -1,5 +1,5 @@
 //! Shared helpers for the integration tests: real redis-server nodes from the harness and
-//! clients with test-friendly timeouts (node_timeout 50 ms on a loaded 2-core machine,
+//! clients with test-friendly timeouts (a raised node_timeout on a loaded 2-core machine,
 //! TESTING.md §2.2).
 // Each test binary uses a different subset of these helpers; panicking on harness failures
 // is what a test helper should do.
@@ -10,7 +10,9 @@ use std::time::Duration;
 use quorumlock::{Client, LockOptions};
 pub use quorumlock_harness::{Cluster, Persist, Reply};
 
-pub const NODE_TIMEOUT: Duration = Duration::from_millis(50);
+// Generous: several tests and their redis-servers share two cores (TESTING.md §2.2 allows
+// raising it); tests that are about the timeout set their own.
+pub const NODE_TIMEOUT: Duration = Duration::from_millis(250);
 
 pub fn cluster(n: usize) -> Cluster {
     Cluster::builder()
