@@ -20,12 +20,13 @@ use crate::value;
 /// `timeout`) for the per-node report.
 pub(crate) async fn release_keys(
     inner: &Inner,
-    keys: &[Vec<u8>],
-    value: &str,
+    keys: &Arc<[Vec<u8>]>,
+    value: &Arc<str>,
     timeout: Duration,
 ) -> Report {
-    quorum::round(&inner.nodes, timeout, Decide::All, |node| async move {
-        node.release(keys, value).await
+    quorum::round(&inner.nodes, timeout, Decide::All, |node| {
+        let (keys, value) = (keys.clone(), value.clone());
+        async move { node.release(&keys, &value).await }
     })
     .await
     .into_report()
@@ -36,7 +37,7 @@ pub(crate) async fn release_keys(
 struct CleanupGuard {
     inner: Arc<Inner>,
     keys: Arc<[Vec<u8>]>,
-    value: Option<String>,
+    value: Option<Arc<str>>,
     timeout: Duration,
 }
 
@@ -49,8 +50,8 @@ impl CleanupGuard {
     }
 
     /// The attempt succeeded: the keys now belong to the returned lock.
-    fn disarm(mut self) -> String {
-        self.value.take().unwrap_or_default()
+    fn disarm(mut self) -> Option<Arc<str>> {
+        self.value.take()
     }
 }
 
@@ -66,7 +67,7 @@ impl Drop for CleanupGuard {
 pub(crate) fn spawn_release(
     inner: &Arc<Inner>,
     keys: Arc<[Vec<u8>]>,
-    value: String,
+    value: Arc<str>,
     timeout: Duration,
 ) -> JoinHandle<()> {
     let task_inner = inner.clone();
@@ -98,21 +99,21 @@ pub(crate) async fn acquire(
         let guard = CleanupGuard {
             inner: inner.clone(),
             keys: keys.clone(),
-            value: Some(value::fresh()?),
+            value: Some(value::fresh()?.into()),
             timeout: node_timeout,
         };
-        let value = guard.value.clone().unwrap_or_default();
+        let value: Arc<str> = guard.value.clone().unwrap_or_else(|| Arc::from(""));
         let t1 = MonoTime::now();
         let round = quorum::round(&inner.nodes, node_timeout, Decide::AtQuorum, |node| {
-            let (keys, value) = (&keys, &value);
-            async move { node.acquire(keys, value, ttl_ms).await }
+            let (keys, value) = (keys.clone(), value.clone());
+            async move { node.acquire(&keys, &value, ttl_ms).await }
         })
         .await;
         let t2 = MonoTime::now();
         let v = quorum::validity_us(ttl, t2 - t1, drift);
         let votes = round.count(NodeKind::Ok);
         if votes >= q && v > 0 && v >= min_validity_us {
-            let value = guard.disarm();
+            let value = guard.disarm().unwrap_or(value);
             tracing::debug!(attempt, validity_us = v, "acquired");
             return Ok(Lock::new(Grant {
                 inner: inner.clone(),

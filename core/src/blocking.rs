@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::{ClientBuilder, LockOptions, LostSignal, Report};
+use crate::{CancelToken, ClientBuilder, LockOptions, LostSignal, Report};
 
 fn block_on<F: Future>(f: F) -> Result<F::Output> {
     if tokio::runtime::Handle::try_current().is_ok() {
@@ -78,8 +78,26 @@ impl Client {
         I: IntoIterator<Item = R>,
         R: AsRef<[u8]>,
     {
+        self.acquire_cancellable(resources, opts, &CancelToken::new())
+    }
+
+    /// Blocking [`crate::Client::acquire_cancellable`]: another thread may cancel the wait
+    /// with `cancel`.
+    ///
+    /// # Errors
+    /// As [`crate::Client::acquire_cancellable`].
+    pub fn acquire_cancellable<I, R>(
+        &self,
+        resources: I,
+        opts: &LockOptions,
+        cancel: &CancelToken,
+    ) -> Result<Lock>
+    where
+        I: IntoIterator<Item = R>,
+        R: AsRef<[u8]>,
+    {
         let resources: Vec<Vec<u8>> = resources.into_iter().map(|r| r.as_ref().to_vec()).collect();
-        let inner = block_on(self.inner.acquire_with(resources, opts))??;
+        let inner = block_on(self.inner.acquire_cancellable(resources, opts, cancel))??;
         Ok(Lock { inner })
     }
 }

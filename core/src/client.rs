@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio::runtime::Handle;
 
+use crate::cancel::CancelToken;
 use crate::config::{self, LockOptions, Timing};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::Lock;
@@ -300,7 +301,7 @@ fn parse_url(i: usize, url: &str) -> Result<redis::Client> {
 
 /// The error of a connect or ping that reached fewer than `q` nodes: the stage that failed
 /// on most unusable nodes (ties to the lowest index) names the kind (ARCHITECTURE.md §4).
-fn connect_error(report: &Report, q: usize) -> Error {
+pub(crate) fn connect_error(report: &Report, q: usize) -> Error {
     let failures: Vec<&NodeResult> = report
         .nodes()
         .iter()
@@ -413,6 +414,34 @@ impl Client {
         crate::acquire::acquire(&self.inner, resources, opts.clone()).await
     }
 
+    /// [`acquire_with`](Self::acquire_with) that gives up when `cancel` is cancelled: the
+    /// attempt in flight is abandoned, its keys are released on every node in the
+    /// background, and the call returns `Cancelled`. A token cancelled before the call sends
+    /// nothing.
+    ///
+    /// # Errors
+    /// As [`acquire_with`](Self::acquire_with), plus `Cancelled`.
+    pub async fn acquire_cancellable<I, R>(
+        &self,
+        resources: I,
+        opts: &LockOptions,
+        cancel: &CancelToken,
+    ) -> Result<Lock>
+    where
+        I: IntoIterator<Item = R>,
+        R: AsRef<[u8]>,
+    {
+        let cancelled = || Error::new(ErrorKind::Cancelled, "the acquisition was cancelled");
+        if cancel.is_cancelled() {
+            return Err(cancelled());
+        }
+        tokio::select! {
+            biased;
+            r = self.acquire_with(resources, opts) => r,
+            () = cancel.cancelled() => Err(cancelled()),
+        }
+    }
+
     /// Releases the given resources on every node where they hold `value` (a value taken
     /// from a [`Lock::value`], possibly in another process). Never touches keys holding
     /// another value.
@@ -428,11 +457,12 @@ impl Client {
         self.inner.check_process()?;
         crate::value::check_given(value)?;
         let resources = config::normalize_resources(resources)?;
-        let keys: Vec<Vec<u8>> = resources.iter().map(|r| self.inner.key(r)).collect();
+        let keys: Arc<[Vec<u8>]> = resources.iter().map(|r| self.inner.key(r)).collect();
         let timeout = self
             .inner
             .defaults
             .effective_node_timeout(self.inner.defaults.ttl);
-        Ok(crate::acquire::release_keys(&self.inner, &keys, value, timeout).await)
+        let value: Arc<str> = Arc::from(value);
+        Ok(crate::acquire::release_keys(&self.inner, &keys, &value, timeout).await)
     }
 }

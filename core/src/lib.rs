@@ -24,7 +24,9 @@
 #![forbid(unsafe_code)]
 
 mod acquire;
+mod admin;
 pub mod blocking;
+mod cancel;
 mod client;
 pub mod clock;
 mod config;
@@ -37,6 +39,8 @@ pub mod runtime;
 mod value;
 mod watchdog;
 
+pub use admin::{Holding, Inspection, NodeInfo};
+pub use cancel::CancelToken;
 pub use client::{Client, ClientBuilder};
 pub use clock::MonoTime;
 pub use config::{

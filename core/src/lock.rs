@@ -20,7 +20,7 @@ pub(crate) struct Grant {
     pub(crate) inner: Arc<Inner>,
     pub(crate) resources: Vec<Vec<u8>>,
     pub(crate) keys: Arc<[Vec<u8>]>,
-    pub(crate) value: String,
+    pub(crate) value: Arc<str>,
     pub(crate) opts: LockOptions,
     pub(crate) t1: MonoTime,
     pub(crate) acquired_at: MonoTime,
@@ -281,8 +281,8 @@ pub(crate) async fn extend(shared: &Shared, ttl: Duration) -> Result<()> {
     }
     let timeout = g.opts.effective_node_timeout(ttl).min(valid_until - t1);
     let round = quorum::round(&g.inner.nodes, timeout, Decide::AtQuorum, |node| {
-        let (keys, value) = (&g.keys, &g.value);
-        async move { node.extend(keys, value, ttl_ms).await }
+        let (keys, value) = (g.keys.clone(), g.value.clone());
+        async move { node.extend(&keys, &value, ttl_ms).await }
     })
     .await;
     let t2 = MonoTime::now();

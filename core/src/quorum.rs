@@ -56,7 +56,7 @@ pub(crate) async fn round<F, Fut>(
 ) -> Round
 where
     F: Fn(Arc<Node>) -> Fut,
-    Fut: Future<Output = Result<NodeKind, NodeFailure>>,
+    Fut: Future<Output = Result<NodeKind, NodeFailure>> + Send + 'static,
 {
     let n = nodes.len();
     let q = quorum(n);
@@ -106,6 +106,12 @@ where
         if decide == Decide::AtQuorum && (ok >= q || ok + (n - answered) < q) {
             break;
         }
+    }
+    if !pending.is_empty() {
+        // Keep the undecided requests alive until they end: the multiplexer drops queued
+        // requests whose caller went away, and a lock is sturdier on more than q nodes.
+        // Their late replies go nowhere; a failed attempt's cleanup is queued behind them.
+        tokio::spawn(async move { while pending.next().await.is_some() {} });
     }
     Round { results }
 }

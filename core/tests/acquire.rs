@@ -18,7 +18,7 @@ async fn acquire_release_on_1_3_5_7_nodes() {
         let lock = client.acquire(["orders"]).await.unwrap();
         let key = client.key("orders");
         assert_eq!(key, b"quorumlock:{orders}".to_vec());
-        assert_eq!(holders(&c, &key, lock.value()), n, "n={n}");
+        assert_eq!(wait_holders(&c, &key, lock.value(), n).await, n, "n={n}");
         let remaining = lock.remaining();
         assert!(
             remaining > Duration::from_millis(9_000) && remaining <= Duration::from_millis(9_898)
@@ -59,7 +59,7 @@ async fn busy_lock_is_reported_as_busy_with_node_detail() {
     assert_eq!(e.report().count(NodeKind::Ok), 0, "{e}");
     assert_eq!(e.report().nodes().len(), 5);
     // The loser left nothing behind; the holder's keys are intact.
-    assert_eq!(holders(&c, &client.key("r"), held.value()), 5);
+    assert_eq!(wait_holders(&c, &client.key("r"), held.value(), 5).await, 5);
     // retry_count counts retries: 2 means three attempts.
     let opts = opts(10_000)
         .retry_count(2)
@@ -106,8 +106,8 @@ async fn multi_resource_is_all_or_nothing() {
     // Duplicates and order do not matter.
     let lock = client.acquire(["b", "a", "b"]).await.unwrap();
     assert_eq!(lock.resources(), &[b"a".to_vec(), b"b".to_vec()]);
-    assert_eq!(holders(&c, &client.key("a"), lock.value()), 3);
-    assert_eq!(holders(&c, &client.key("b"), lock.value()), 3);
+    assert_eq!(wait_holders(&c, &client.key("a"), lock.value(), 3).await, 3);
+    assert_eq!(wait_holders(&c, &client.key("b"), lock.value(), 3).await, 3);
     // A set and a single lock on one of its members exclude each other.
     assert!(client.acquire(["a"]).await.unwrap_err().is_busy());
     assert!(client.acquire(["c", "b"]).await.unwrap_err().is_busy());
@@ -246,7 +246,7 @@ async fn rule8_release_of_expired_or_taken_locks() {
     let report = lock.release().await.unwrap();
     assert_eq!(report.count(NodeKind::HeldByOther), 3);
     assert_eq!(
-        holders(&c, &client.key("taken"), other.value()),
+        wait_holders(&c, &client.key("taken"), other.value(), 3).await,
         3,
         "the new holder's keys remain"
     );

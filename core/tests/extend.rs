@@ -88,7 +88,11 @@ async fn rule7_failed_extend_keeps_keys_and_deadline() {
     );
     assert!(lock.is_held());
     let key = client.key("keep");
-    assert_eq!(holders(&c, &key, lock.value()), 5, "nothing was deleted");
+    assert_eq!(
+        wait_holders(&c, &key, lock.value(), 5).await,
+        5,
+        "nothing was deleted"
+    );
     // Extend never shortens a key.
     lock.extend(Duration::from_secs(1)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await; // let every node run the script
@@ -109,7 +113,7 @@ async fn auto_extension_holds_for_five_ttls_then_signals_loss() {
     tokio::time::sleep(Duration::from_millis(5_000)).await;
     assert!(lock.is_held(), "still held after 5 x ttl");
     assert!(lock.extensions() >= 10, "extensions {}", lock.extensions());
-    assert_eq!(holders(&c, &key, lock.value()), 3);
+    assert_eq!(wait_holders(&c, &key, lock.value(), 3).await, 3);
     let mut lost = lock.lost_signal();
     assert!(lost.get().is_none());
     for i in 0..3 {

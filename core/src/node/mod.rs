@@ -1,6 +1,7 @@
 //! One Redis master: its connection (opened at start-up, re-opened in the background), the
 //! requests the engine sends and the classification of their replies and errors.
 
+pub(crate) mod probe;
 pub(crate) mod scripts;
 
 use std::sync::{Arc, Mutex, Weak};

@@ -70,3 +70,16 @@ pub fn set_foreign(c: &Cluster, i: usize, key: &[u8], px_ms: u64) {
 pub fn del(c: &Cluster, i: usize, key: &[u8]) {
     c.command(i, &[b"DEL", key]).expect("DEL");
 }
+
+/// `holders`, polled for up to a second until it reaches `n`: acquisitions are decided at
+/// the quorum, so the remaining nodes may still be running their request.
+pub async fn wait_holders(c: &Cluster, key: &[u8], value: &str, n: usize) -> usize {
+    for _ in 0..100 {
+        let h = holders(c, key, value);
+        if h == n {
+            return h;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    holders(c, key, value)
+}
