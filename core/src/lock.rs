@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 
 use crate::acquire::{release_keys, spawn_release};
 use crate::client::Inner;
@@ -41,6 +41,8 @@ struct State {
     /// T1 of the acquisition or of the last successful extend (the watchdog counts from it).
     renewed_at: MonoTime,
     extensions: u32,
+    /// The watchdog is (meant to be) running.
+    auto: bool,
     /// An extension cap was reached: when the deadline passes, the loss is `ExtensionLimit`.
     capped: bool,
 }
@@ -50,8 +52,18 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     /// Serializes extend and release on this handle, so release waits for an extend in flight.
     op: tokio::sync::Mutex<()>,
-    lost_tx: watch::Sender<Option<Error>>,
-    pub(crate) stop: Notify,
+    signal: watch::Sender<Signal>,
+    /// The current watchdog generation; a watchdog runs only while its generation is
+    /// current, so bumping it stops the watchdog (release, drop, `set_auto_extend(false)`).
+    pub(crate) watchdog_gen: watch::Sender<u64>,
+}
+
+/// What the lost signal has seen.
+#[derive(Clone)]
+enum Signal {
+    Held,
+    Lost(Error),
+    Released,
 }
 
 /// A held distributed lock on one or more resources.
@@ -87,19 +99,21 @@ impl Lock {
             renewed_at: grant.t1,
             extensions: 0,
             capped: false,
+            auto: false,
         };
         let auto = grant.opts.auto_extend;
         let shared = Arc::new(Shared {
             grant,
             state: Mutex::new(state),
             op: tokio::sync::Mutex::new(()),
-            lost_tx: watch::Sender::new(None),
-            stop: Notify::new(),
+            signal: watch::Sender::new(Signal::Held),
+            watchdog_gen: watch::Sender::new(0),
         });
+        let lock = Lock { shared };
         if auto {
-            watchdog::spawn(&shared);
+            lock.start_watchdog();
         }
-        Lock { shared }
+        lock
     }
 
     /// The resources, sorted and deduplicated.
@@ -150,8 +164,41 @@ impl Lock {
     /// A signal that fires once when the lock is lost (see [`LostSignal`]).
     pub fn lost_signal(&self) -> LostSignal {
         LostSignal {
-            rx: self.shared.lost_tx.subscribe(),
+            rx: self.shared.signal.subscribe(),
             shared: self.shared.clone(),
+        }
+    }
+
+    /// Starts or stops the automatic extension (every `extend_interval`, default `ttl / 3`)
+    /// of a held lock. Never blocks.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when starting on a lock that is no longer held, or in another
+    /// process.
+    pub fn set_auto_extend(&self, on: bool) -> Result<()> {
+        self.shared.grant.inner.check_process()?;
+        if on {
+            if renewed_at(&self.shared).is_none() {
+                return Err(Error::invalid("the lock is no longer held"));
+            }
+            self.start_watchdog();
+        } else {
+            stop_watchdog(&self.shared);
+        }
+        Ok(())
+    }
+
+    /// True while the automatic extension runs.
+    pub fn is_auto_extending(&self) -> bool {
+        lock_state(&self.shared).auto
+    }
+
+    fn start_watchdog(&self) {
+        let mut st = lock_state(&self.shared);
+        if !st.auto {
+            st.auto = true;
+            self.shared.watchdog_gen.send_modify(|g| *g += 1);
+            watchdog::spawn(&self.shared, *self.shared.watchdog_gen.borrow());
         }
     }
 
@@ -186,7 +233,7 @@ impl Lock {
 impl Drop for Lock {
     fn drop(&mut self) {
         let shared = &self.shared;
-        shared.stop.notify_one();
+        stop_watchdog(shared);
         let held = matches!(lock_state(shared).phase, Phase::Held);
         if held && shared.grant.inner.check_process().is_ok() {
             tracing::warn!("a lock was dropped while held; releasing it in the background");
@@ -195,6 +242,14 @@ impl Drop for Lock {
                 let _ = release(&task).await;
             });
         }
+    }
+}
+
+fn stop_watchdog(shared: &Shared) {
+    let mut st = lock_state(shared);
+    if st.auto {
+        st.auto = false;
+        shared.watchdog_gen.send_modify(|g| *g += 1);
     }
 }
 
@@ -213,7 +268,7 @@ pub(crate) fn mark_lost(shared: &Shared, error: &Error) {
         st.phase = Phase::Lost(error.clone());
     }
     tracing::warn!(%error, "lock lost");
-    shared.lost_tx.send_replace(Some(error.clone()));
+    shared.signal.send_replace(Signal::Lost(error.clone()));
     let g = &shared.grant;
     spawn_release(
         &g.inner,
@@ -337,14 +392,22 @@ pub(crate) async fn extend(shared: &Shared, ttl: Duration) -> Result<()> {
 async fn release(shared: &Shared) -> Result<Report> {
     let g = &shared.grant;
     g.inner.check_process()?;
-    shared.stop.notify_one();
+    stop_watchdog(shared);
     let _op = shared.op.lock().await;
     if let Phase::Released(report) = &lock_state(shared).phase {
         return Ok(report.clone());
     }
     let timeout = g.opts.effective_node_timeout(g.opts.ttl);
     let report = release_keys(&g.inner, &g.keys, &g.value, timeout).await;
-    lock_state(shared).phase = Phase::Released(report.clone());
+    let was_held = {
+        let mut st = lock_state(shared);
+        let held = matches!(st.phase, Phase::Held);
+        st.phase = Phase::Released(report.clone());
+        held
+    };
+    if was_held {
+        shared.signal.send_replace(Signal::Released);
+    }
     Ok(report)
 }
 
@@ -353,7 +416,7 @@ async fn release(shared: &Shared) -> Result<Report> {
 /// after a successful release.
 #[derive(Clone)]
 pub struct LostSignal {
-    rx: watch::Receiver<Option<Error>>,
+    rx: watch::Receiver<Signal>,
     shared: Arc<Shared>,
 }
 
@@ -368,31 +431,39 @@ impl std::fmt::Debug for LostSignal {
 impl LostSignal {
     /// The loss, if the lock is lost (including a held lock whose deadline has passed).
     pub fn get(&self) -> Option<Error> {
-        if let Some(e) = self.rx.borrow().clone() {
-            return Some(e);
+        match &*self.rx.borrow() {
+            Signal::Lost(e) => return Some(e.clone()),
+            Signal::Released => return None,
+            Signal::Held => {}
         }
         let (_, valid_until) = renewed_at(&self.shared)?;
         (MonoTime::now() >= valid_until).then(|| expired(&self.shared, Report::default()))
     }
 
-    /// Waits until the lock is lost and returns the `Lost` error (reason and node report).
-    /// Stays pending forever once the lock is released.
-    pub async fn wait(&mut self) -> Error {
+    /// True once the lock was released (the signal will never fire).
+    pub fn is_released(&self) -> bool {
+        matches!(&*self.rx.borrow(), Signal::Released)
+    }
+
+    /// Waits until the lock is lost and returns the `Lost` error (reason and node report),
+    /// or `None` once the lock is released.
+    pub async fn wait(&mut self) -> Option<Error> {
         loop {
             if let Some(e) = self.get() {
-                return e;
+                return Some(e);
             }
             let sleep_for = match renewed_at(&self.shared) {
                 Some((_, valid_until)) => valid_until.saturating_since(MonoTime::now()),
-                None => Duration::MAX,
+                None if self.is_released() => return None,
+                None => Duration::from_millis(10),
             };
             tokio::select! {
                 changed = self.rx.changed() => {
                     if changed.is_err() {
-                        std::future::pending::<()>().await;
+                        return None;
                     }
                 }
-                () = tokio::time::sleep(sleep_for.min(Duration::from_secs(86_400))) => {}
+                () = tokio::time::sleep(sleep_for) => {}
             }
         }
     }

@@ -10,15 +10,23 @@ use crate::lock::{self, Shared};
 use crate::report::Report;
 use crate::value;
 
-/// Starts the watchdog. It ends when the lock is released, dropped (both notify `stop`) or
-/// lost.
-pub(crate) fn spawn(shared: &Arc<Shared>) {
-    shared.grant.inner.runtime.spawn(run(shared.clone()));
+/// Starts a watchdog of generation `gen`. It ends when the generation changes (release,
+/// drop, `set_auto_extend(false)`) or the lock is lost.
+pub(crate) fn spawn(shared: &Arc<Shared>, generation: u64) {
+    shared
+        .grant
+        .inner
+        .runtime
+        .spawn(run(shared.clone(), generation));
 }
 
-async fn run(shared: Arc<Shared>) {
+async fn run(shared: Arc<Shared>, generation: u64) {
     let mut retry = false;
+    let mut current = shared.watchdog_gen.subscribe();
     loop {
+        if *current.borrow_and_update() != generation {
+            return;
+        }
         let Some((renewed_at, valid_until)) = lock::renewed_at(&shared) else {
             return;
         };
@@ -35,14 +43,17 @@ async fn run(shared: Arc<Shared>) {
         let wake = next.min(valid_until);
         let sleep = wake.saturating_since(MonoTime::now());
         tokio::select! {
-            () = shared.stop.notified() => return,
+            _ = current.changed() => continue,
             () = tokio::time::sleep(sleep) => {}
+        }
+        if *current.borrow() != generation {
+            return;
         }
         match lock::extend(&shared, opts.ttl).await {
             Ok(()) => retry = false,
             Err(e) if e.is_lost() || e.is_invalid_argument() => return,
             Err(e) if e.is_extension_limit() => {
-                wait_out(&shared).await;
+                wait_out(&shared, generation).await;
                 return;
             }
             Err(e) => {
@@ -53,14 +64,16 @@ async fn run(shared: Arc<Shared>) {
     }
 }
 
-/// After a cap stopped the extensions: wait for the deadline, then signal the loss.
-async fn wait_out(shared: &Arc<Shared>) {
+/// After a cap stopped the extensions: wait for the deadline, then signal the loss
+/// (unless the lock is released or the watchdog stopped first).
+async fn wait_out(shared: &Arc<Shared>, generation: u64) {
     let Some((_, valid_until)) = lock::renewed_at(shared) else {
         return;
     };
-    let stop = shared.stop.notified();
+    let mut current = shared.watchdog_gen.subscribe();
+    let stopped = current.wait_for(|g| *g != generation);
     tokio::select! {
-        () = stop => {}
+        _ = stopped => {}
         () = tokio::time::sleep(valid_until.saturating_since(MonoTime::now())) => {
             lock::expired(shared, Report::default());
         }

@@ -121,7 +121,8 @@ async fn auto_extension_holds_for_five_ttls_then_signals_loss() {
     }
     let e = tokio::time::timeout(Duration::from_millis(1_500), lost.wait())
         .await
-        .expect("the lost signal fires within the validity");
+        .expect("the lost signal fires within the validity")
+        .expect("lost, not released");
     assert!(e.is_lost());
     assert!(!lock.is_held());
     assert_eq!(present(&c, &key), 0);
@@ -139,6 +140,7 @@ async fn rule15_extension_cap_ends_in_loss() {
     let mut lost = lock.lost_signal();
     let e = tokio::time::timeout(Duration::from_secs(3), lost.wait())
         .await
+        .unwrap()
         .unwrap();
     assert_eq!(e.lost_reason(), Some(LostReason::ExtensionLimit));
     assert_eq!(lock.extensions(), 2);
@@ -186,12 +188,40 @@ async fn rule16_no_extension_after_release() {
     let before = calls(&c);
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(calls(&c), before, "no script call after release");
-    // The lost signal never fires after a successful release.
+    // The lost signal never fires after a successful release; waiting ends with None.
     let mut lost = lock.lost_signal();
+    let waited = tokio::time::timeout(Duration::from_millis(200), lost.wait()).await;
+    assert!(matches!(waited, Ok(None)), "{waited:?}");
+    assert!(lost.get().is_none() && lost.is_released());
+}
+
+#[tokio::test]
+async fn auto_extension_can_be_started_and_stopped() {
+    let c = cluster(3);
+    let client = client(&c).await;
+    let lock = client.acquire_with(["toggle"], &opts(600)).await.unwrap();
+    assert!(!lock.is_auto_extending());
+    lock.set_auto_extend(true).unwrap();
+    lock.set_auto_extend(true).unwrap(); // idempotent: one watchdog
+    assert!(lock.is_auto_extending());
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert!(lock.is_held(), "kept alive past its ttl");
+    let extensions = lock.extensions();
+    assert!((3..=8).contains(&extensions), "extensions {extensions}");
+    lock.set_auto_extend(false).unwrap();
+    assert!(!lock.is_auto_extending());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(lock.extensions(), extensions, "no extension after stop");
+    let mut lost = lock.lost_signal();
+    let e = tokio::time::timeout(Duration::from_secs(2), lost.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(e.lost_reason(), Some(LostReason::Expired));
     assert!(
-        tokio::time::timeout(Duration::from_millis(200), lost.wait())
-            .await
-            .is_err()
+        lock.set_auto_extend(true)
+            .unwrap_err()
+            .is_invalid_argument()
     );
 }
 
@@ -204,6 +234,7 @@ async fn plain_lock_signals_loss_at_its_deadline() {
     let t0 = quorumlock::MonoTime::now();
     let e = tokio::time::timeout(Duration::from_secs(2), lost.wait())
         .await
+        .unwrap()
         .unwrap();
     assert_eq!(e.lost_reason(), Some(LostReason::Expired));
     assert!(quorumlock::MonoTime::now() >= lock.valid_until());
