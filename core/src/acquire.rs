@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
+use crate::cancel::CancelToken;
 use crate::client::Inner;
 use crate::clock::MonoTime;
 use crate::config::LockOptions;
@@ -77,10 +79,28 @@ pub(crate) fn spawn_release(
     })
 }
 
+/// Completes when `cancel` is cancelled; never without a token.
+async fn cancelled(cancel: Option<&CancelToken>) {
+    match cancel {
+        Some(c) => c.cancelled().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The `Cancelled` outcome, after the attempt's cleanup has finished (bounded by
+/// `node_timeout`), so a caller that exits right away leaves no key behind.
+async fn cancel_now(cleanup: Option<JoinHandle<()>>, attempts: u32) -> Error {
+    if let Some(c) = cleanup {
+        let _ = c.await;
+    }
+    Error::new(ErrorKind::Cancelled, "the acquisition was cancelled").with_attempts(attempts)
+}
+
 pub(crate) async fn acquire(
     inner: &Arc<Inner>,
     resources: Vec<Vec<u8>>,
     opts: LockOptions,
+    cancel: Option<&CancelToken>,
 ) -> Result<Lock> {
     let ttl = opts.ttl;
     let ttl_ms = inner.timing.check(&opts, ttl)?;
@@ -95,7 +115,6 @@ pub(crate) async fn acquire(
     loop {
         attempt = attempt.saturating_add(1);
         let span = tracing::debug_span!("quorumlock.acquire", attempt, nodes = inner.nodes.len());
-        let _entered = span.enter();
         let guard = CleanupGuard {
             inner: inner.clone(),
             keys: keys.clone(),
@@ -108,7 +127,12 @@ pub(crate) async fn acquire(
             let (keys, value) = (keys.clone(), value.clone());
             async move { node.acquire(&keys, &value, ttl_ms).await }
         })
-        .await;
+        .instrument(span);
+        let round = tokio::select! {
+            biased;
+            round = round => round,
+            () = cancelled(cancel) => return Err(cancel_now(guard.spawn(), attempt).await),
+        };
         let t2 = MonoTime::now();
         let v = quorum::validity_us(ttl, t2 - t1, drift);
         let votes = round.count(NodeKind::Ok);
@@ -154,8 +178,10 @@ pub(crate) async fn acquire(
             }
             return Err(error);
         }
-        drop(_entered);
-        tokio::time::sleep(delay).await;
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = cancelled(cancel) => return Err(cancel_now(cleanup, attempt).await),
+        }
         if let Some(c) = cleanup {
             let _ = c.await;
         }

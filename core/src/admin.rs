@@ -12,7 +12,7 @@ use crate::client::{Client, connect_error};
 use crate::clock::MonoTime;
 use crate::error::{Error, Result};
 use crate::node::probe::{parse_config, parse_info, reply_text};
-use crate::node::{Node, NodeFailure};
+use crate::node::{Node, NodeFailure, Traffic};
 use crate::report::{NodeKind, NodeResult, Report};
 
 /// What one node says about itself; see [`Client::ping`].
@@ -125,14 +125,17 @@ where
 
 async fn describe(node: Arc<Node>) -> Result<NodeInfo, NodeFailure> {
     let t0 = MonoTime::now();
-    node.send(&redis::cmd("PING")).await?;
+    node.send(&redis::cmd("PING"), Traffic::Any).await?;
     let latency = MonoTime::now() - t0;
-    let info_reply = node.send(&redis::cmd("INFO")).await?;
+    let info_reply = node.send(&redis::cmd("INFO"), Traffic::Any).await?;
     let info = parse_info(&reply_text(&info_reply).unwrap_or_default());
     let config = async |pattern: &str| {
         let mut c = redis::cmd("CONFIG");
         c.arg("GET").arg(pattern);
-        node.send(&c).await.ok().map(|v| parse_config(&v))
+        node.send(&c, Traffic::Any)
+            .await
+            .ok()
+            .map(|v| parse_config(&v))
     };
     let append = config("append*").await;
     let rewrite = config("no-appendfsync-on-rewrite").await;
@@ -251,8 +254,8 @@ impl Client {
                 get.arg(&key);
                 let mut pttl = redis::cmd("PTTL");
                 pttl.arg(&key);
-                let value = reply_text(&node.send(&get).await?);
-                let ttl = match node.send(&pttl).await? {
+                let value = reply_text(&node.send(&get, Traffic::Any).await?);
+                let ttl = match node.send(&pttl, Traffic::Any).await? {
                     redis::Value::Int(ms) if ms >= 0 => {
                         u64::try_from(ms).ok().map(Duration::from_millis)
                     }
@@ -302,7 +305,7 @@ impl Client {
             async move {
                 let mut del = redis::cmd("DEL");
                 del.arg(keys);
-                match node.send(&del).await? {
+                match node.send(&del, Traffic::Any).await? {
                     redis::Value::Int(n) if n > 0 => Ok(NodeKind::Released),
                     _ => Ok(NodeKind::NotHeld),
                 }

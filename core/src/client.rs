@@ -8,10 +8,11 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 
 use crate::cancel::CancelToken;
-use crate::config::{self, LockOptions, Timing};
+use crate::config::{self, EvictionCheck, LockOptions, Quarantine, Timing};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::Lock;
-use crate::node::Node;
+use crate::node::probe::Checks;
+use crate::node::{Node, RunIds};
 use crate::quorum::{self, Decide};
 use crate::report::{NodeKind, NodeResult, Report};
 
@@ -100,6 +101,9 @@ pub struct ClientBuilder {
     key_prefix: Vec<u8>,
     defaults: LockOptions,
     require_quorum: bool,
+    quarantine: Quarantine,
+    quarantine_margin: Duration,
+    eviction_check: EvictionCheck,
 }
 
 impl Default for ClientBuilder {
@@ -113,6 +117,9 @@ impl Default for ClientBuilder {
             key_prefix: config::DEFAULT_KEY_PREFIX.as_bytes().to_vec(),
             defaults: LockOptions::default(),
             require_quorum: false,
+            quarantine: Quarantine::default(),
+            quarantine_margin: config::DEFAULT_QUARANTINE_MARGIN,
+            eviction_check: EvictionCheck::default(),
         }
     }
 }
@@ -178,6 +185,24 @@ impl ClientBuilder {
         self
     }
 
+    /// Restart quarantine mode (default [`Quarantine::On`]): a node that restarted without
+    /// durable writes is not counted until it has been up for `max_ttl + quarantine_margin`.
+    pub fn quarantine(mut self, mode: Quarantine) -> Self {
+        self.quarantine = mode;
+        self
+    }
+    /// Extra quarantine time beyond `max_ttl` (default 5 s).
+    pub fn quarantine_margin(mut self, d: Duration) -> Self {
+        self.quarantine_margin = d;
+        self
+    }
+    /// What to do with nodes whose eviction policy can remove lock keys (default
+    /// [`EvictionCheck::Refuse`]).
+    pub fn eviction_check(mut self, mode: EvictionCheck) -> Self {
+        self.eviction_check = mode;
+        self
+    }
+
     fn check(&self) -> Result<(Timing, Vec<redis::Client>)> {
         if self.nodes.is_empty() {
             return Err(Error::invalid("at least one node is required"));
@@ -232,31 +257,30 @@ impl ClientBuilder {
                 "Client::connect must run inside a tokio runtime (or use quorumlock::blocking)",
             )
         })?;
+        let checks = Arc::new(Checks {
+            connect_timeout: self.connect_timeout,
+            quarantine: self.quarantine,
+            quarantine_period: timing.max_ttl + self.quarantine_margin,
+            eviction: self.eviction_check,
+        });
+        let run_ids = Arc::new(RunIds::new(clients.len()));
         let nodes: Vec<Arc<Node>> = clients
             .into_iter()
             .enumerate()
-            .map(|(i, c)| Arc::new(Node::new(i, c, self.connect_timeout)))
+            .map(|(i, c)| Node::new(i, c, checks.clone(), run_ids.clone(), runtime.clone()))
             .collect();
         let connected = quorum::round(
             &nodes,
             self.connect_timeout * 2,
             Decide::All,
             |node| async move {
-                if node.connect_once().await {
-                    Ok(NodeKind::Ok)
-                } else {
-                    Err(node
-                        .connect_failure()
-                        .unwrap_or((NodeKind::NotConnected, String::new())))
+                if !node.connect_once().await {
+                    node.ensure_reconnecting();
                 }
+                node.unusable().map_or(Ok(NodeKind::Ok), Err)
             },
         )
         .await;
-        for node in &nodes {
-            if node.connect_failure().is_some() {
-                node.spawn_reconnect(&runtime);
-            }
-        }
         let inner = Inner {
             nodes,
             timing,
@@ -411,12 +435,13 @@ impl Client {
     {
         self.inner.check_process()?;
         let resources = config::normalize_resources(resources)?;
-        crate::acquire::acquire(&self.inner, resources, opts.clone()).await
+        crate::acquire::acquire(&self.inner, resources, opts.clone(), None).await
     }
 
     /// [`acquire_with`](Self::acquire_with) that gives up when `cancel` is cancelled: the
-    /// attempt in flight is abandoned, its keys are released on every node in the
-    /// background, and the call returns `Cancelled`. A token cancelled before the call sends
+    /// attempt in flight is abandoned, its keys are released on every node (the call waits
+    /// for that release, bounded by `node_timeout`), and the call returns `Cancelled`. A
+    /// success decided first is returned instead. A token cancelled before the call sends
     /// nothing.
     ///
     /// # Errors
@@ -431,15 +456,15 @@ impl Client {
         I: IntoIterator<Item = R>,
         R: AsRef<[u8]>,
     {
-        let cancelled = || Error::new(ErrorKind::Cancelled, "the acquisition was cancelled");
         if cancel.is_cancelled() {
-            return Err(cancelled());
+            return Err(Error::new(
+                ErrorKind::Cancelled,
+                "the acquisition was cancelled",
+            ));
         }
-        tokio::select! {
-            biased;
-            r = self.acquire_with(resources, opts) => r,
-            () = cancel.cancelled() => Err(cancelled()),
-        }
+        self.inner.check_process()?;
+        let resources = config::normalize_resources(resources)?;
+        crate::acquire::acquire(&self.inner, resources, opts.clone(), Some(cancel)).await
     }
 
     /// Releases the given resources on every node where they hold `value` (a value taken

@@ -25,6 +25,38 @@ pub const DEFAULT_KEY_PREFIX: &str = "quorumlock:";
 /// Longest accepted resource name in bytes.
 pub const MAX_RESOURCE_LEN: usize = 1024;
 
+/// Default extra time a restarted, non-durable node stays out of lock traffic beyond
+/// `max_ttl` (REDLOCK.md §8.2).
+pub const DEFAULT_QUARANTINE_MARGIN: Duration = Duration::from_secs(5);
+
+/// Restart quarantine mode (REDLOCK.md §8.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Quarantine {
+    /// A node without durable writes (`appendonly yes`, `appendfsync always`,
+    /// `no-appendfsync-on-rewrite no`) is not counted until it has been up for
+    /// `max_ttl + quarantine_margin`; a node that refuses `INFO` is counted, with a warning.
+    #[default]
+    On,
+    /// As `On`, but a node that refuses `INFO` is never counted.
+    Strict,
+    /// No checks: only for nodes whose operators delay restarts themselves.
+    Off,
+}
+
+/// What to do with a node whose eviction policy can remove lock keys (REDLOCK.md §8.3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EvictionCheck {
+    /// Exclude the node and report `EvictionPolicy`.
+    #[default]
+    Refuse,
+    /// Count the node and emit a warning event.
+    Warn,
+    /// Skip the check.
+    Off,
+}
+
 /// Options of one acquisition. Start from [`LockOptions::default`] (or the client's defaults,
 /// [`crate::Client::lock_options`]) and change what you need.
 ///

@@ -71,32 +71,43 @@ where
         })
         .collect();
     let start = MonoTime::now();
+    // One timer for the whole round: every node shares the same deadline.
+    let timer = tokio::time::sleep(deadline);
+    tokio::pin!(timer);
     let mut pending: FuturesUnordered<_> = nodes
         .iter()
         .enumerate()
         .map(|(i, node)| {
             let fut = op(node.clone());
-            async move { (i, tokio::time::timeout(deadline, fut).await) }
+            async move { (i, fut.await) }
         })
         .collect();
     let (mut ok, mut answered) = (0usize, 0usize);
-    while let Some((i, outcome)) = pending.next().await {
+    loop {
+        let (i, outcome) = tokio::select! {
+            biased;
+            next = pending.next() => match next {
+                Some(x) => x,
+                None => break,
+            },
+            () = &mut timer => {
+                for slot in results.iter_mut().filter(|r| r.kind == NodeKind::Pending) {
+                    slot.kind = NodeKind::Timeout;
+                    slot.detail = Some(format!("no reply within {deadline:?}"));
+                }
+                // The silent nodes' requests are abandoned here.
+                return Round { results };
+            }
+        };
         answered += 1;
         let latency = MonoTime::now() - start;
         let slot = &mut results[i];
+        slot.latency = Some(latency);
         match outcome {
-            Ok(Ok(kind)) => {
+            Ok(kind) => slot.kind = kind,
+            Err((kind, text)) => {
                 slot.kind = kind;
-                slot.latency = Some(latency);
-            }
-            Ok(Err((kind, text))) => {
-                slot.kind = kind;
-                slot.latency = Some(latency);
                 slot.detail = Some(text);
-            }
-            Err(_) => {
-                slot.kind = NodeKind::Timeout;
-                slot.detail = Some(format!("no reply within {deadline:?}"));
             }
         }
         tracing::trace!(node = slot.index, kind = %slot.kind, ?latency, "node reply");
@@ -108,10 +119,13 @@ where
         }
     }
     if !pending.is_empty() {
-        // Keep the undecided requests alive until they end: the multiplexer drops queued
-        // requests whose caller went away, and a lock is sturdier on more than q nodes.
-        // Their late replies go nowhere; a failed attempt's cleanup is queued behind them.
-        tokio::spawn(async move { while pending.next().await.is_some() {} });
+        // Keep the undecided requests alive until they end or the deadline passes: the
+        // multiplexer drops queued requests whose caller went away, and a lock is sturdier
+        // on more than q nodes. Their late replies go nowhere; a failed attempt's cleanup is
+        // queued behind them on the same connections.
+        tokio::spawn(tokio::time::timeout_at(timer.deadline(), async move {
+            while pending.next().await.is_some() {}
+        }));
     }
     Round { results }
 }

@@ -28,7 +28,7 @@ async fn rule17_cancel_token_abandons_the_attempt_and_cleans_up() {
         .await
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Cancelled, "{e}");
-    tokio::time::sleep(Duration::from_millis(900)).await;
+    // The call returned after its cleanup ran: nothing is left, without waiting.
     assert_eq!(present(&c, &client.key("tok")), 0);
     // A token cancelled before the call sends nothing.
     let e = client

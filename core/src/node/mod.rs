@@ -1,26 +1,79 @@
-//! One Redis master: its connection (opened at start-up, re-opened in the background), the
-//! requests the engine sends and the classification of their replies and errors.
+//! One Redis master: its multiplexed connection (opened at start-up, re-opened in the
+//! background after it breaks), the connect-time checks that decide whether the node may
+//! carry lock traffic (restart quarantine, eviction policy, role, cluster mode, duplicate
+//! server), the requests the engine sends and the classification of their errors.
 
+mod ops;
 pub(crate) mod probe;
 pub(crate) mod scripts;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Cmd, ConnectionAddr, ErrorKind as RedisKind, RedisError, ServerErrorKind, Value};
+use redis::aio::MultiplexedConnection;
+use redis::{
+    AsyncConnectionConfig, Cmd, ConnectionAddr, ErrorKind as RedisKind, RedisError,
+    ServerErrorKind, Value,
+};
 use tokio::runtime::Handle;
 
+use crate::clock::MonoTime;
 use crate::report::NodeKind;
+use probe::{Checks, Probe};
 use scripts::Script;
 
 /// A failed request on one node: the kind and a short text.
 pub(crate) type NodeFailure = (NodeKind, String);
 
+/// What a request is for: lock traffic (acquire, extend) goes only to usable nodes; other
+/// traffic (release, administration) goes to every connected node.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Traffic {
+    Lock,
+    Any,
+}
+
+/// One live connection and what the connect-time probe found.
+struct Link {
+    mux: MultiplexedConnection,
+    id: u64,
+    probe: Probe,
+}
+
 enum State {
-    /// No connection yet; the last connect failure, if any.
-    Connecting(Option<NodeFailure>),
-    Ready(ConnectionManager),
+    /// No connection; the last failure, if any. A reconnect loop runs while `reconnecting`.
+    Down {
+        last: Option<NodeFailure>,
+        reconnecting: bool,
+    },
+    Up(Arc<Link>),
+}
+
+/// Which run ids the nodes of one client reported, to find one server listed twice.
+#[derive(Default)]
+pub(crate) struct RunIds(Mutex<Vec<Option<String>>>);
+
+impl RunIds {
+    pub(crate) fn new(n: usize) -> Self {
+        Self(Mutex::new(vec![None; n]))
+    }
+
+    fn set(&self, index: usize, run_id: Option<String>) {
+        if let Some(slot) = lock(&self.0).get_mut(index) {
+            *slot = run_id;
+        }
+    }
+
+    fn is_duplicate(&self, index: usize) -> bool {
+        let ids = lock(&self.0);
+        let Some(Some(mine)) = ids.get(index) else {
+            return false;
+        };
+        ids.iter()
+            .enumerate()
+            .any(|(i, id)| i != index && id.as_deref() == Some(mine.as_str()))
+    }
 }
 
 /// One configured lock node.
@@ -28,94 +81,166 @@ pub(crate) struct Node {
     pub(crate) index: usize,
     pub(crate) address: String,
     client: redis::Client,
-    connect_timeout: Duration,
+    checks: Arc<Checks>,
+    run_ids: Arc<RunIds>,
+    runtime: Handle,
+    me: Weak<Node>,
+    next_id: AtomicU64,
     state: Mutex<State>,
 }
 
 impl Node {
-    pub(crate) fn new(index: usize, client: redis::Client, connect_timeout: Duration) -> Self {
-        Self {
+    pub(crate) fn new(
+        index: usize,
+        client: redis::Client,
+        checks: Arc<Checks>,
+        run_ids: Arc<RunIds>,
+        runtime: Handle,
+    ) -> Arc<Self> {
+        Arc::new_cyclic(|me| Self {
             index,
             address: display_address(&client),
             client,
-            connect_timeout,
-            state: Mutex::new(State::Connecting(None)),
-        }
+            checks,
+            run_ids,
+            runtime,
+            me: me.clone(),
+            next_id: AtomicU64::new(1),
+            state: Mutex::new(State::Down {
+                last: None,
+                reconnecting: false,
+            }),
+        })
     }
 
-    /// Tries to connect once; on failure records why.
+    /// Connects and probes once; on failure records why. True when connected.
     pub(crate) async fn connect_once(&self) -> bool {
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(self.connect_timeout))
-            .set_response_timeout(None)
-            .set_number_of_retries(1)
-            .set_min_delay(Duration::from_millis(20))
-            .set_max_delay(Duration::from_millis(500));
-        let attempt = tokio::time::timeout(
-            self.connect_timeout,
-            ConnectionManager::new_with_config(self.client.clone(), config),
-        )
+        let timeout = self.checks.connect_timeout;
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(None);
+        let attempt = tokio::time::timeout(timeout * 2, async {
+            let mut mux = self
+                .client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await?;
+            let probe = probe::probe(&mut mux, &self.checks).await?;
+            Ok::<_, RedisError>((mux, probe))
+        })
         .await;
-        let next = match attempt {
-            Ok(Ok(conn)) => State::Ready(conn),
-            Ok(Err(e)) => State::Connecting(Some(classify(&e))),
-            Err(_) => State::Connecting(Some((
+        let failure = match attempt {
+            Ok(Ok((mux, probe))) => {
+                self.run_ids.set(self.index, probe.run_id.clone());
+                let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(node = self.index, address = %self.address, ?probe, "connected");
+                *lock(&self.state) = State::Up(Arc::new(Link { mux, id, probe }));
+                return true;
+            }
+            Ok(Err(e)) => classify(&e),
+            Err(_) => (
                 NodeKind::Timeout,
-                format!("no connection within {:?}", self.connect_timeout),
-            ))),
+                format!("no connection within {timeout:?}"),
+            ),
         };
-        let ready = matches!(next, State::Ready(_));
-        if let State::Connecting(Some((kind, text))) = &next {
-            tracing::debug!(node = self.index, address = %self.address, %kind, %text, "connect failed");
+        tracing::debug!(node = self.index, address = %self.address, kind = %failure.0, text = %failure.1, "connect failed");
+        if let State::Down { last, .. } = &mut *lock(&self.state) {
+            *last = Some(failure);
         }
-        *lock(&self.state) = next;
-        ready
+        false
     }
 
-    /// Keeps trying to connect in the background with backoff until connected or the node
-    /// is dropped.
-    pub(crate) fn spawn_reconnect(self: &Arc<Self>, rt: &Handle) {
-        let weak: Weak<Node> = Arc::downgrade(self);
-        rt.spawn(async move {
-            let mut backoff = Duration::from_millis(50);
+    /// Starts the background reconnect loop unless the node is up or one already runs.
+    pub(crate) fn ensure_reconnecting(&self) {
+        {
+            let mut st = lock(&self.state);
+            match &mut *st {
+                State::Up(_)
+                | State::Down {
+                    reconnecting: true, ..
+                } => return,
+                State::Down { reconnecting, .. } => *reconnecting = true,
+            }
+        }
+        let weak = self.me.clone();
+        self.runtime.spawn(async move {
+            let mut backoff = Duration::from_millis(20);
             loop {
                 tokio::time::sleep(backoff).await;
                 let Some(node) = weak.upgrade() else { return };
                 if node.connect_once().await {
-                    tracing::debug!(node = node.index, "connected");
                     return;
                 }
-                backoff = (backoff * 2).min(Duration::from_secs(2));
+                backoff = (backoff * 2).min(Duration::from_secs(1));
             }
         });
     }
 
-    /// The last connect failure, when the node has no connection.
-    pub(crate) fn connect_failure(&self) -> Option<NodeFailure> {
-        match &*lock(&self.state) {
-            State::Ready(_) => None,
-            State::Connecting(last) => Some(
-                last.clone()
-                    .unwrap_or((NodeKind::NotConnected, "not connected yet".to_owned())),
-            ),
+    /// The connection broke: forget it (if it is still the current one) and reconnect.
+    fn mark_down(&self, id: u64, failure: &NodeFailure) {
+        {
+            let mut st = lock(&self.state);
+            match &*st {
+                State::Up(link) if link.id == id => {}
+                _ => return,
+            }
+            tracing::debug!(node = self.index, kind = %failure.0, "connection lost; reconnecting");
+            *st = State::Down {
+                last: Some(failure.clone()),
+                reconnecting: false,
+            };
         }
+        self.ensure_reconnecting();
     }
 
-    fn connection(&self) -> Result<ConnectionManager, NodeFailure> {
-        match &*lock(&self.state) {
-            State::Ready(c) => Ok(c.clone()),
-            State::Connecting(last) => Err(match last {
-                // Keep the real cause (refused, auth, ...) visible in reports.
-                Some((kind, text)) => (*kind, format!("not connected: {text}")),
-                None => (NodeKind::NotConnected, "not connected yet".to_owned()),
-            }),
-        }
+    /// Why the node cannot carry lock traffic now, if it cannot.
+    pub(crate) fn unusable(&self) -> Option<NodeFailure> {
+        self.link(Traffic::Lock).err()
     }
 
-    /// Sends one command and returns its reply. Error replies become failures.
-    pub(crate) async fn send(&self, cmd: &Cmd) -> Result<Value, NodeFailure> {
-        let mut conn = self.connection()?;
-        reply(conn.send_packed_command(cmd).await).map_err(|e| classify(&e))
+    fn link(&self, traffic: Traffic) -> Result<Arc<Link>, NodeFailure> {
+        let link = match &*lock(&self.state) {
+            State::Up(link) => link.clone(),
+            State::Down { last, .. } => {
+                return Err(match last {
+                    // Keep the real cause (refused, auth, ...) visible in reports.
+                    Some((kind, text)) => (*kind, format!("not connected: {text}")),
+                    None => (NodeKind::NotConnected, "not connected yet".to_owned()),
+                });
+            }
+        };
+        if traffic == Traffic::Lock {
+            if let Some(f) = &link.probe.unusable {
+                return Err(f.clone());
+            }
+            if self.run_ids.is_duplicate(self.index) {
+                return Err((
+                    NodeKind::Duplicate,
+                    "another configured node is the same server (same run_id)".to_owned(),
+                ));
+            }
+            let now = MonoTime::now();
+            if now < link.probe.ready_at {
+                let wait = link.probe.ready_at.saturating_since(now);
+                return Err((
+                    NodeKind::Quarantined,
+                    format!(
+                        "up {} s without durable writes; counted again in {:.1} s (restart quarantine)",
+                        link.probe.uptime.as_secs(),
+                        wait.as_secs_f64()
+                    ),
+                ));
+            }
+        }
+        Ok(link)
+    }
+
+    /// Sends one command and returns its reply. Error replies become failures; a broken
+    /// connection is replaced in the background.
+    pub(crate) async fn send(&self, cmd: &Cmd, traffic: Traffic) -> Result<Value, NodeFailure> {
+        let link = self.link(traffic)?;
+        let mut mux = link.mux.clone();
+        let r = reply(mux.send_packed_command(cmd).await);
+        self.settle(&link, r)
     }
 
     /// Runs a script by SHA-1, falling back once to `EVAL` on `NOSCRIPT`.
@@ -124,20 +249,31 @@ impl Node {
         script: &Script,
         keys: &[Vec<u8>],
         args: &[&[u8]],
+        traffic: Traffic,
     ) -> Result<Value, NodeFailure> {
-        let mut conn = self.connection()?;
+        let link = self.link(traffic)?;
+        let mut mux = link.mux.clone();
         let first = reply(
-            conn.send_packed_command(&script.cmd(false, keys, args))
+            mux.send_packed_command(&script.cmd(false, keys, args))
                 .await,
         );
-        match first {
-            Err(e) if e.kind() == RedisKind::Server(ServerErrorKind::NoScript) => reply(
-                conn.send_packed_command(&script.cmd(true, keys, args))
-                    .await,
-            ),
+        let r = match first {
+            Err(e) if e.kind() == RedisKind::Server(ServerErrorKind::NoScript) => {
+                reply(mux.send_packed_command(&script.cmd(true, keys, args)).await)
+            }
             other => other,
-        }
-        .map_err(|e| classify(&e))
+        };
+        self.settle(&link, r)
+    }
+
+    fn settle(&self, link: &Link, r: redis::RedisResult<Value>) -> Result<Value, NodeFailure> {
+        r.map_err(|e| {
+            let failure = classify(&e);
+            if e.is_io_error() || e.is_unrecoverable_error() || e.is_connection_dropped() {
+                self.mark_down(link.id, &failure);
+            }
+            failure
+        })
     }
 }
 
@@ -147,94 +283,6 @@ fn reply(r: redis::RedisResult<Value>) -> redis::RedisResult<Value> {
         Ok(Value::ServerError(e)) => Err(RedisError::from(e)),
         other => other,
     }
-}
-
-impl Node {
-    /// ACQUIRE on this node: `SET key value NX PX ttl` for one key, ACQUIRE-MULTI for a set.
-    /// `Ok` is a vote for, `HeldByOther` a key already present.
-    pub(crate) async fn acquire(
-        &self,
-        keys: &[Vec<u8>],
-        value: &str,
-        ttl_ms: u64,
-    ) -> Result<NodeKind, NodeFailure> {
-        let reply = if let [key] = keys {
-            let mut cmd = redis::cmd("SET");
-            cmd.arg(key.as_slice())
-                .arg(value)
-                .arg("NX")
-                .arg("PX")
-                .arg(ttl_ms);
-            self.send(&cmd).await?
-        } else {
-            let ttl = ttl_ms.to_string();
-            self.eval(
-                &scripts::ACQUIRE_MULTI,
-                keys,
-                &[value.as_bytes(), ttl.as_bytes()],
-            )
-            .await?
-        };
-        match reply {
-            Value::Okay | Value::Int(1) => Ok(NodeKind::Ok),
-            Value::SimpleString(s) if s == "OK" => Ok(NodeKind::Ok),
-            Value::Nil | Value::Int(0) => Ok(NodeKind::HeldByOther),
-            other => Err(unexpected(&other)),
-        }
-    }
-
-    /// EXTEND on this node: `Ok` when every key held the value (and is now at least
-    /// `ttl_ms` long), `NotHeld` when a key was absent, `HeldByOther` when another value held
-    /// one. Nothing is written unless the answer is `Ok`.
-    pub(crate) async fn extend(
-        &self,
-        keys: &[Vec<u8>],
-        value: &str,
-        ttl_ms: u64,
-    ) -> Result<NodeKind, NodeFailure> {
-        let ttl = ttl_ms.to_string();
-        match self
-            .eval(&scripts::EXTEND, keys, &[value.as_bytes(), ttl.as_bytes()])
-            .await?
-        {
-            Value::Int(1) => Ok(NodeKind::Ok),
-            Value::Int(0) => Ok(NodeKind::NotHeld),
-            Value::Int(-1) => Ok(NodeKind::HeldByOther),
-            other => Err(unexpected(&other)),
-        }
-    }
-
-    /// RELEASE on this node: `Released` (all keys deleted), `Partial` (some), `HeldByOther`
-    /// (none, another value present) or `NotHeld`.
-    pub(crate) async fn release(
-        &self,
-        keys: &[Vec<u8>],
-        value: &str,
-    ) -> Result<NodeKind, NodeFailure> {
-        let reply = self
-            .eval(&scripts::RELEASE, keys, &[value.as_bytes()])
-            .await?;
-        let counts = match &reply {
-            Value::Array(items) => match items.as_slice() {
-                [Value::Int(deleted), Value::Int(other)] => Some((*deleted, *other)),
-                _ => None,
-            },
-            _ => None,
-        };
-        let Some((deleted, other)) = counts else {
-            return Err(unexpected(&reply));
-        };
-        Ok(match (usize::try_from(deleted).unwrap_or(0), other) {
-            (d, _) if d == keys.len() => NodeKind::Released,
-            (d, _) if d > 0 => NodeKind::Partial,
-            (_, o) if o > 0 => NodeKind::HeldByOther,
-            _ => NodeKind::NotHeld,
-        })
-    }
-}
-
-fn unexpected(reply: &Value) -> NodeFailure {
-    (NodeKind::Protocol, format!("unexpected reply: {reply:?}"))
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

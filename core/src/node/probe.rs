@@ -1,9 +1,133 @@
-//! Reading a node's own description: `INFO` fields and the persistence settings from
-//! `CONFIG GET` (REDLOCK.md §8).
+//! Reading a node's own description on every new connection: `INFO` fields and the
+//! persistence settings from `CONFIG GET`, and what they mean for lock traffic: the restart
+//! quarantine, the eviction check, replicas and cluster nodes (REDLOCK.md §8).
 
 use std::collections::HashMap;
+use std::time::Duration;
 
-use redis::Value;
+use redis::aio::MultiplexedConnection;
+use redis::{RedisResult, Value};
+
+use crate::clock::MonoTime;
+use crate::config::{EvictionCheck, Quarantine};
+use crate::report::NodeKind;
+
+use super::NodeFailure;
+
+/// The client-wide settings the probe applies.
+#[derive(Debug)]
+pub(crate) struct Checks {
+    pub(crate) connect_timeout: Duration,
+    pub(crate) quarantine: Quarantine,
+    /// `Qp = max_ttl + quarantine_margin`.
+    pub(crate) quarantine_period: Duration,
+    pub(crate) eviction: EvictionCheck,
+}
+
+/// What the probe found on one connection.
+#[derive(Debug)]
+pub(crate) struct Probe {
+    pub(crate) run_id: Option<String>,
+    pub(crate) uptime: Duration,
+    /// Lock traffic waits until then (restart quarantine).
+    pub(crate) ready_at: MonoTime,
+    /// Why the node must never carry lock traffic on this connection, if so.
+    pub(crate) unusable: Option<NodeFailure>,
+}
+
+async fn send(mux: &mut MultiplexedConnection, cmd: &redis::Cmd) -> RedisResult<Value> {
+    match mux.send_packed_command(cmd).await {
+        Ok(Value::ServerError(e)) => Err(e.into()),
+        other => other,
+    }
+}
+
+/// Reads `INFO` and the persistence settings and decides how the node may be used.
+/// Connection errors fail the probe (and so the connect); refusals by ACL do not.
+pub(crate) async fn probe(mux: &mut MultiplexedConnection, checks: &Checks) -> RedisResult<Probe> {
+    let now = MonoTime::now();
+    let mut probe = Probe {
+        run_id: None,
+        uptime: Duration::ZERO,
+        ready_at: now,
+        unusable: None,
+    };
+    if checks.quarantine == Quarantine::Off && checks.eviction == EvictionCheck::Off {
+        return Ok(probe);
+    }
+    let info = match send(mux, &redis::cmd("INFO")).await {
+        Ok(v) => Some(parse_info(&reply_text(&v).unwrap_or_default())),
+        Err(e) if e.is_io_error() || e.is_unrecoverable_error() => return Err(e),
+        Err(e) => {
+            tracing::warn!(error = %e, "INFO is refused; the restart quarantine cannot see restarts");
+            None
+        }
+    };
+    let mut config = HashMap::new();
+    for pattern in ["append*", "no-appendfsync-on-rewrite"] {
+        let mut c = redis::cmd("CONFIG");
+        c.arg("GET").arg(pattern);
+        match send(mux, &c).await {
+            Ok(v) => config.extend(parse_config(&v)),
+            Err(e) if e.is_io_error() || e.is_unrecoverable_error() => return Err(e),
+            Err(_) => tracing::debug!("CONFIG GET is refused; the node counts as not durable"),
+        }
+    }
+    let Some(info) = info else {
+        if checks.quarantine == Quarantine::Strict {
+            probe.unusable = Some((
+                NodeKind::NoPermission,
+                "INFO is refused and quarantine is strict; the node is never counted".to_owned(),
+            ));
+        }
+        return Ok(probe);
+    };
+    probe.run_id = info.get("run_id").cloned();
+    probe.uptime = info
+        .get("uptime_in_seconds")
+        .and_then(|s| s.parse().ok())
+        .map_or(Duration::ZERO, Duration::from_secs);
+    probe.unusable = misconfiguration(&info, checks.eviction);
+    let durable = config.get("appendonly").is_some_and(|v| v == "yes")
+        && config.get("appendfsync").is_some_and(|v| v == "always")
+        && config
+            .get("no-appendfsync-on-rewrite")
+            .is_some_and(|v| v == "no");
+    if checks.quarantine != Quarantine::Off && !durable {
+        // uptime is rounded down, so the wait is conservative.
+        probe.ready_at = now + checks.quarantine_period.saturating_sub(probe.uptime);
+    }
+    Ok(probe)
+}
+
+fn misconfiguration(
+    info: &HashMap<String, String>,
+    eviction: EvictionCheck,
+) -> Option<NodeFailure> {
+    if info.get("role").is_some_and(|r| r == "slave") {
+        return Some((
+            NodeKind::ReadOnly,
+            "the node is a replica (role:slave); lock nodes must be masters".to_owned(),
+        ));
+    }
+    if info.get("cluster_enabled").is_some_and(|c| c == "1") {
+        return Some((
+            NodeKind::ClusterUnsupported,
+            "cluster mode is enabled; Redis Cluster endpoints are not supported as lock nodes"
+                .to_owned(),
+        ));
+    }
+    let limited = info.get("maxmemory").is_some_and(|m| m != "0");
+    let policy = info.get("maxmemory_policy").map_or("", String::as_str);
+    if limited && policy != "noeviction" && eviction != EvictionCheck::Off {
+        let text = format!("maxmemory-policy {policy} can evict lock keys; set noeviction");
+        if eviction == EvictionCheck::Refuse {
+            return Some((NodeKind::EvictionPolicy, text));
+        }
+        tracing::warn!("{text}");
+    }
+    None
+}
 
 /// Parses `INFO` text (`key:value` lines, `#` section headers) into a map.
 pub(crate) fn parse_info(text: &str) -> HashMap<String, String> {

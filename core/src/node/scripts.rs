@@ -44,7 +44,10 @@ impl Script {
 /// ACQUIRE-MULTI: all keys of a set or none.
 pub(crate) static ACQUIRE_MULTI: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/acquire_multi.lua")));
-/// RELEASE: compare-and-delete.
+/// RELEASE of a single key: compare-and-delete returning 1 / 0 / -1.
+pub(crate) static RELEASE_ONE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/release_one.lua")));
+/// RELEASE of a set: compare-and-delete every key, returning `{deleted, held_by_other}`.
 pub(crate) static RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/release.lua")));
 /// EXTEND: compare-and-lengthen.
@@ -57,7 +60,12 @@ mod tests {
 
     #[test]
     fn shas_are_distinct_hex() {
-        let shas = [&ACQUIRE_MULTI.sha, &RELEASE.sha, &EXTEND.sha];
+        let shas = [
+            &ACQUIRE_MULTI.sha,
+            &RELEASE.sha,
+            &EXTEND.sha,
+            &RELEASE_ONE.sha,
+        ];
         for s in shas {
             assert_eq!(s.len(), 40);
         }

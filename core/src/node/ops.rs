@@ -1,0 +1,117 @@
+//! The per-node halves of acquire, extend and release: which command goes out and how the
+//! reply becomes a vote.
+
+use redis::Value;
+
+use super::{Node, NodeFailure, Traffic, scripts};
+use crate::report::NodeKind;
+
+impl Node {
+    /// ACQUIRE on this node: `SET key value NX PX ttl` for one key, ACQUIRE-MULTI for a set.
+    /// `Ok` is a vote for, `HeldByOther` a key already present.
+    pub(crate) async fn acquire(
+        &self,
+        keys: &[Vec<u8>],
+        value: &str,
+        ttl_ms: u64,
+    ) -> Result<NodeKind, NodeFailure> {
+        let reply = if let [key] = keys {
+            let mut cmd = redis::cmd("SET");
+            cmd.arg(key.as_slice())
+                .arg(value)
+                .arg("NX")
+                .arg("PX")
+                .arg(ttl_ms);
+            self.send(&cmd, Traffic::Lock).await?
+        } else {
+            let ttl = ttl_ms.to_string();
+            self.eval(
+                &scripts::ACQUIRE_MULTI,
+                keys,
+                &[value.as_bytes(), ttl.as_bytes()],
+                Traffic::Lock,
+            )
+            .await?
+        };
+        match reply {
+            Value::Okay | Value::Int(1) => Ok(NodeKind::Ok),
+            Value::SimpleString(s) if s == "OK" => Ok(NodeKind::Ok),
+            Value::Nil | Value::Int(0) => Ok(NodeKind::HeldByOther),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// EXTEND on this node: `Ok` when every key held the value (and is now at least
+    /// `ttl_ms` long), `NotHeld` when a key was absent, `HeldByOther` when another value held
+    /// one. Nothing is written unless the answer is `Ok`.
+    pub(crate) async fn extend(
+        &self,
+        keys: &[Vec<u8>],
+        value: &str,
+        ttl_ms: u64,
+    ) -> Result<NodeKind, NodeFailure> {
+        let ttl = ttl_ms.to_string();
+        match self
+            .eval(
+                &scripts::EXTEND,
+                keys,
+                &[value.as_bytes(), ttl.as_bytes()],
+                Traffic::Lock,
+            )
+            .await?
+        {
+            Value::Int(1) => Ok(NodeKind::Ok),
+            Value::Int(0) => Ok(NodeKind::NotHeld),
+            Value::Int(-1) => Ok(NodeKind::HeldByOther),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// RELEASE on this node: `Released` (all keys deleted), `Partial` (some), `HeldByOther`
+    /// (none, another value present) or `NotHeld`.
+    pub(crate) async fn release(
+        &self,
+        keys: &[Vec<u8>],
+        value: &str,
+    ) -> Result<NodeKind, NodeFailure> {
+        if keys.len() == 1 {
+            return match self
+                .eval(
+                    &scripts::RELEASE_ONE,
+                    keys,
+                    &[value.as_bytes()],
+                    Traffic::Any,
+                )
+                .await?
+            {
+                Value::Int(1) => Ok(NodeKind::Released),
+                Value::Int(0) => Ok(NodeKind::NotHeld),
+                Value::Int(-1) => Ok(NodeKind::HeldByOther),
+                other => Err(unexpected(&other)),
+            };
+        }
+        let reply = self
+            .eval(&scripts::RELEASE, keys, &[value.as_bytes()], Traffic::Any)
+            .await?;
+        let counts = match &reply {
+            Value::Array(items) => match items.as_slice() {
+                [Value::Int(deleted), Value::Int(other)] => Some((*deleted, *other)),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some((deleted, other)) = counts else {
+            return Err(unexpected(&reply));
+        };
+        Ok(match (usize::try_from(deleted).unwrap_or(0), other) {
+            (d, _) if d == keys.len() => NodeKind::Released,
+            (d, _) if d > 0 => NodeKind::Partial,
+            (_, o) if o > 0 => NodeKind::HeldByOther,
+            _ => NodeKind::NotHeld,
+        })
+    }
+}
+
+fn unexpected(reply: &Value) -> NodeFailure {
+    (NodeKind::Protocol, format!("unexpected reply: {reply:?}"))
+}

@@ -1,0 +1,215 @@
+//! Connect-time checks: restart quarantine, eviction policy, replicas, one server listed
+//! twice (REDLOCK.md §8).
+// Test helpers outside #[test] functions panic on failure by design.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use quorumlock::{Client, EvictionCheck, NodeKind, Quarantine};
+
+fn builder(c: &Cluster) -> quorumlock::ClientBuilder {
+    Client::builder().nodes(c.urls()).lock_options(opts(1_000))
+}
+
+#[tokio::test]
+async fn non_durable_nodes_are_quarantined_until_max_ttl_plus_margin() {
+    let c = Cluster::builder()
+        .nodes(3)
+        .persist(Persist::None)
+        .start()
+        .unwrap();
+    let client = builder(&c)
+        .max_ttl(Duration::from_secs(2))
+        .quarantine_margin(Duration::from_secs(1))
+        .connect()
+        .await
+        .unwrap();
+    let e = client.acquire(["q"]).await.unwrap_err();
+    assert!(e.is_quorum_not_reached(), "{e}");
+    assert!(e.report().count(NodeKind::Quarantined) >= 2, "{e}");
+    assert_eq!(
+        present(&c, &client.key("q")),
+        0,
+        "nothing was written to quarantined nodes"
+    );
+    tokio::time::sleep(Duration::from_millis(3_200)).await;
+    let lock = client.acquire(["q"]).await.unwrap();
+    lock.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn quarantine_off_counts_fresh_non_durable_nodes() {
+    let c = Cluster::builder()
+        .nodes(3)
+        .persist(Persist::None)
+        .start()
+        .unwrap();
+    let client = builder(&c)
+        .quarantine(Quarantine::Off)
+        .connect()
+        .await
+        .unwrap();
+    client
+        .acquire(["q"])
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn durable_nodes_serve_at_once_and_a_non_durable_restart_is_quarantined() {
+    let mut c = cluster(3);
+    let client = builder(&c)
+        .max_ttl(Duration::from_secs(30))
+        .connect()
+        .await
+        .unwrap();
+    client
+        .acquire(["r"])
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    c.kill(0);
+    c.restart(0, Persist::None).unwrap();
+    // The broken connection is noticed by the next request; the reconnect probes the node.
+    let mut quarantined = false;
+    for _ in 0..40 {
+        let lock = client.acquire(["r"]).await.unwrap();
+        let kind = lock.report().nodes()[0].kind;
+        lock.release().await.unwrap();
+        if kind == NodeKind::Quarantined {
+            quarantined = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(quarantined, "the restarted node must be quarantined");
+    let key = client.key("r2");
+    let lock = client.acquire(["r2"]).await.unwrap();
+    assert_eq!(
+        get(&c, 0, &key),
+        None,
+        "no lock traffic to the quarantined node"
+    );
+    lock.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn eviction_policy_is_refused_or_warned() {
+    let c = cluster(3);
+    for i in 0..2 {
+        c.command(i, &[b"CONFIG", b"SET", b"maxmemory", b"100mb"])
+            .unwrap();
+        c.command(
+            i,
+            &[b"CONFIG", b"SET", b"maxmemory-policy", b"volatile-ttl"],
+        )
+        .unwrap();
+    }
+    let client = builder(&c).connect().await.unwrap();
+    let e = client.acquire(["ev"]).await.unwrap_err();
+    assert_eq!(e.report().count(NodeKind::EvictionPolicy), 2, "{e}");
+    let e = builder(&c)
+        .require_quorum(true)
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(e.is_misconfigured(), "{e}");
+    let warn = builder(&c)
+        .eviction_check(EvictionCheck::Warn)
+        .connect()
+        .await
+        .unwrap();
+    warn.acquire(["ev"]).await.unwrap().release().await.unwrap();
+}
+
+#[tokio::test]
+async fn replicas_are_refused_as_read_only() {
+    let c = cluster(3);
+    let primary = c.addr(0);
+    for i in 1..3 {
+        let port = primary.port().to_string();
+        c.command(i, &[b"REPLICAOF", b"127.0.0.1", port.as_bytes()])
+            .unwrap();
+    }
+    let client = builder(&c).connect().await.unwrap();
+    let e = client.acquire(["rep"]).await.unwrap_err();
+    assert!(e.report().count(NodeKind::ReadOnly) >= 1, "{e}");
+    assert!(e.is_quorum_not_reached());
+}
+
+#[tokio::test]
+async fn one_server_listed_twice_is_left_out_as_duplicate() {
+    let c = cluster(2);
+    let urls = vec![
+        format!("{}/0", c.url(0)),
+        format!("{}/1", c.url(0)),
+        c.url(1),
+    ];
+    let client = Client::builder()
+        .nodes(urls)
+        .lock_options(opts(1_000))
+        .connect()
+        .await
+        .unwrap();
+    let e = client.acquire(["dup"]).await.unwrap_err();
+    assert_eq!(e.report().count(NodeKind::Duplicate), 2, "{e}");
+}
+
+/// kill -9 and an immediate restart without persistence: with the quarantine off another
+/// client takes the lock while its holder still believes it holds it (the must-fail
+/// canary); with the quarantine on it cannot.
+async fn restart_scenario(quarantine: Quarantine) -> bool {
+    let mut c = cluster(3);
+    let holder = builder(&c)
+        .max_ttl(Duration::from_secs(5))
+        .connect()
+        .await
+        .unwrap();
+    c.kill(2);
+    let opts = opts(5_000);
+    let lock = holder.acquire_with(["canary"], &opts).await.unwrap();
+    c.restart(2, Persist::None).unwrap();
+    c.kill(0);
+    c.restart(0, Persist::None).unwrap(); // node 0 forgets the holder's key
+    let rival = builder(&c)
+        .max_ttl(Duration::from_secs(5))
+        .quarantine(quarantine)
+        .connect()
+        .await
+        .unwrap();
+    let won = rival
+        .acquire_with(["canary"], &opts.clone().retry_count(3))
+        .await;
+    let overlap = match &won {
+        Ok(other) => other.acquired_at() < lock.valid_until(),
+        Err(e) => {
+            assert!(e.report().count(NodeKind::Quarantined) >= 2, "{e}");
+            false
+        }
+    };
+    if let Ok(other) = won {
+        other.release().await.unwrap();
+    }
+    overlap
+}
+
+#[tokio::test]
+async fn immediate_restart_breaks_exclusion_without_quarantine() {
+    assert!(
+        restart_scenario(Quarantine::Off).await,
+        "the canary must see the overlap"
+    );
+}
+
+#[tokio::test]
+async fn quarantine_keeps_exclusion_across_an_immediate_restart() {
+    assert!(!restart_scenario(Quarantine::On).await);
+}
