@@ -3,10 +3,19 @@ SHELL := /bin/bash
 CARGO ?= cargo
 HARNESS := target/debug/ql-harness
 
-.PHONY: demo test lint fmt build bench deps clean
+.PHONY: demo test lint fmt build bench deps deps-redis clean test-rust harness
+
+# Each binding adds its own targets in mk/<name>.mk: it appends its test target to
+# TEST_TARGETS, its system-package installer to DEPS_TARGETS, its demo step to DEMO_TARGETS.
+TEST_TARGETS :=
+DEPS_TARGETS :=
+DEMO_TARGETS :=
+-include mk/*.mk
 
 ## deps: install what a fresh Debian machine lacks (redis-server); needs root or sudo.
-deps:
+deps: deps-redis $(DEPS_TARGETS)
+
+deps-redis:
 	@if ! command -v redis-server >/dev/null 2>&1; then \
 	  echo "installing redis-server (apt-get)"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
@@ -14,16 +23,21 @@ deps:
 	fi
 	@redis-server --version
 
-build:
+## harness: the ql-harness binary that the C, Python, Node and CLI tests use.
+harness:
 	$(CARGO) build --locked -p quorumlock-harness
+
+build: harness
 	$(CARGO) build --locked -p quorumlock --examples
 
 ## demo: start 5 local Redis nodes, let several workers contend for one lock, stop the nodes.
-demo: deps build
+demo: deps build $(DEMO_TARGETS)
 	$(HARNESS) exec --nodes 5 -- target/debug/examples/contention
 
 ## test: format and lint checks, then every test against real redis-server processes.
-test: deps lint
+test: deps lint test-rust $(TEST_TARGETS)
+
+test-rust:
 	$(CARGO) test --workspace --locked
 
 lint:

@@ -1,0 +1,366 @@
+//! quorumlock-bench: acquire+release latency and throughput of quorumlock against the raw
+//! Redis floor (the same `SET NX PX` and compare-and-delete sent by hand), on 5 local
+//! `redis-server` nodes started by the test harness.
+//!
+//! ```text
+//! cargo run --release -p quorumlock-bench -- [--secs 3] [--persist none|always|everysec]
+//!                                           [--rounds 2] [--json]
+//! ```
+//!
+//! For each concurrency the implementations alternate (floor, quorumlock, floor, ...) for
+//! `--rounds` rounds each; the reported run of each is its best by throughput. The exit
+//! status is 0 whether the goals are met or not.
+#![forbid(unsafe_code)]
+
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use quorumlock::{Client, LockOptions, MonoTime, Quarantine};
+use quorumlock_harness::{Cluster, Persist};
+use redis::aio::MultiplexedConnection;
+use serde_json::{Value as Json, json};
+
+/// Any error of set-up; the benchmark itself counts failed operations instead.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Number of lock nodes.
+const NODES: usize = 5;
+/// Tokio worker threads.
+const WORKERS: usize = 2;
+/// Concurrencies measured, in order.
+const CONCURRENCY: [usize; 2] = [16, 64];
+/// Warm-up of every run before latencies are recorded.
+const WARMUP: Duration = Duration::from_millis(500);
+/// TTL of every lock in milliseconds, floor and quorumlock alike.
+const TTL_MS: u64 = 10_000;
+/// Goal: quorumlock p50 at most this multiple of the floor's.
+const P50_GOAL: f64 = 1.1;
+/// Goal: quorumlock throughput at least this multiple of the floor's.
+const TPUT_GOAL: f64 = 1.0;
+/// Names of the implementations: index 0 is the floor, 1 is quorumlock.
+const IMPLS: [&str; 2] = ["floor", "quorumlock"];
+/// The floor's release: the canonical single-key compare-and-delete.
+const RELEASE_LUA: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+                           return redis.call('DEL', KEYS[1]) else return 0 end";
+/// Printed for `--help` and bad arguments.
+const USAGE: &str =
+    "usage: quorumlock-bench [--secs S] [--persist none|always|everysec] [--rounds N] [--json]";
+
+/// Command-line settings.
+struct Args {
+    /// Measured seconds per run (after the warm-up).
+    secs: f64,
+    /// Persistence of the nodes (default none: fsync noise would dominate).
+    persist: Persist,
+    /// Runs per implementation and concurrency.
+    rounds: usize,
+    /// Print one JSON object instead of the table.
+    json: bool,
+}
+
+/// Parses the command line; `Err` holds the message to print.
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        secs: 3.0,
+        persist: Persist::None,
+        rounds: 2,
+        json: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or(format!("{flag} needs a value\n{USAGE}"));
+        match flag.as_str() {
+            "--secs" => args.secs = value()?.parse().map_err(|e| format!("--secs: {e}"))?,
+            "--persist" => args.persist = value()?.parse()?,
+            "--rounds" => args.rounds = value()?.parse().map_err(|e| format!("--rounds: {e}"))?,
+            "--json" => args.json = true,
+            "-h" | "--help" => return Err(USAGE.into()),
+            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
+        }
+    }
+    if !(args.secs.is_finite() && args.secs > 0.0) || args.rounds == 0 {
+        return Err("--secs and --rounds must be positive".into());
+    }
+    Ok(args)
+}
+
+/// What the operations of both implementations share.
+struct Env {
+    /// One multiplexed connection per node for the floor, cloned into every task.
+    conns: Vec<MultiplexedConnection>,
+    /// The quorumlock client over the same nodes.
+    client: Client,
+    /// quorumlock's options.
+    opts: LockOptions,
+}
+
+/// The outcome of one run.
+#[derive(Clone, Debug, Default)]
+struct Stats {
+    /// Successful operations started in the measured window.
+    ops: usize,
+    /// Failed operations started in the measured window.
+    errors: usize,
+    /// Successful operations per second.
+    tput: f64,
+    /// Median latency, µs.
+    p50: u64,
+    /// 99th percentile latency, µs.
+    p99: u64,
+}
+
+impl Stats {
+    /// Latency percentiles and throughput of one run.
+    fn new(mut lat_us: Vec<u64>, errors: usize, window: Duration) -> Stats {
+        lat_us.sort_unstable();
+        let n = lat_us.len();
+        let pct = |p: usize| lat_us.get((n * p / 100).min(n.saturating_sub(1))).copied();
+        let (p50, p99) = (pct(50).unwrap_or(0), pct(99).unwrap_or(0));
+        let tput = n as f64 / window.as_secs_f64();
+        Stats {
+            ops: n,
+            errors,
+            tput,
+            p50,
+            p99,
+        }
+    }
+
+    /// The run as JSON.
+    fn json(&self) -> Json {
+        json!({"ops": self.ops, "errors": self.errors, "ops_per_sec": self.tput.round(),
+               "p50_us": self.p50, "p99_us": self.p99})
+    }
+}
+
+/// One floor operation: SET NX PX on every node in parallel, then the compare-and-delete
+/// script on every node in parallel. True if every node granted and released.
+async fn floor_op(
+    conns: &mut [MultiplexedConnection],
+    script: &redis::Script,
+    key: &str,
+    value: &str,
+) -> bool {
+    let set = |c| async move {
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(&[key, value, "NX", "PX"]).arg(TTL_MS);
+        cmd.query_async::<redis::Value>(c).await
+    };
+    let sets = join_all(conns.iter_mut().map(set)).await;
+    // Release on every node even after a partial grant, so that no key lingers.
+    let del = |c| async move { script.key(key).arg(value).invoke_async::<i64>(c).await };
+    let dels = join_all(conns.iter_mut().map(del)).await;
+    sets.iter().all(|r| matches!(r, Ok(redis::Value::Okay)))
+        && dels.iter().all(|r| matches!(r, Ok(1)))
+}
+
+/// One quorumlock operation: acquire, then release. True if acquired and released on a
+/// quorum.
+async fn quorumlock_op(client: &Client, opts: &LockOptions, key: &str) -> bool {
+    match client.acquire_with([key], opts).await {
+        Ok(lock) => lock.release().await.is_ok_and(|r| r.was_held_by_quorum()),
+        Err(_) => false,
+    }
+}
+
+/// Runs `conc` tasks of the floor (`ql` false) or quorumlock for the warm-up plus
+/// `window`; each task loops on its own key. Only operations started after the warm-up
+/// and before the end of the window are recorded.
+async fn run(env: &Env, ql: bool, conc: usize, run_id: usize, window: Duration) -> Stats {
+    let warm_end = MonoTime::now() + WARMUP;
+    let end = warm_end + window;
+    let script = redis::Script::new(RELEASE_LUA);
+    let tasks = (0..conc).map(|task| {
+        let (mut conns, client) = (env.conns.clone(), env.client.clone());
+        let (opts, script) = (env.opts.clone(), script.clone());
+        let key = format!("bench:{run_id}:{task}");
+        tokio::spawn(async move {
+            let (mut lat, mut errors, mut i) = (Vec::with_capacity(1 << 14), 0, 0u64);
+            loop {
+                let t0 = MonoTime::now();
+                if t0 >= end {
+                    break (lat, errors);
+                }
+                let ok = if ql {
+                    quorumlock_op(&client, &opts, &key).await
+                } else {
+                    i += 1;
+                    // A unique 40-hex value; the floor does not need randomness.
+                    let value = format!("{run_id:08x}{task:08x}{i:024x}");
+                    floor_op(&mut conns, &script, &key, &value).await
+                };
+                let us = u64::try_from((MonoTime::now() - t0).as_micros()).unwrap_or(u64::MAX);
+                match (t0 >= warm_end, ok) {
+                    (true, true) => lat.push(us),
+                    (true, false) => errors += 1,
+                    _ => {}
+                }
+            }
+        })
+    });
+    let (mut lat, mut errors) = (Vec::new(), 0);
+    for (l, e) in join_all(tasks.collect::<Vec<_>>())
+        .await
+        .into_iter()
+        .flatten()
+    {
+        lat.extend(l);
+        errors += e;
+    }
+    Stats::new(lat, errors, window)
+}
+
+/// Results of one concurrency: every run of each implementation, in order.
+struct Case {
+    /// Number of tasks.
+    conc: usize,
+    /// Runs of the floor (index 0) and of quorumlock (index 1).
+    runs: [Vec<Stats>; 2],
+}
+
+impl Case {
+    /// The picked floor and quorumlock runs (best by throughput) and the ratios of
+    /// quorumlock to the floor: `(floor, quorumlock, p50 ratio, throughput ratio)`.
+    fn pick(&self) -> (Stats, Stats, f64, f64) {
+        let best = |runs: &[Stats]| {
+            let max = runs.iter().max_by(|a, b| a.tput.total_cmp(&b.tput));
+            max.cloned().unwrap_or_default()
+        };
+        let (f, q) = (best(&self.runs[0]), best(&self.runs[1]));
+        let (p50r, tr) = (q.p50 as f64 / f.p50.max(1) as f64, q.tput / f.tput.max(1.0));
+        (f, q, p50r, tr)
+    }
+}
+
+/// "goal met" / "goal missed".
+fn verdict(met: bool) -> &'static str {
+    if met { "goal met" } else { "goal missed" }
+}
+
+/// Prints the table of all cases to stdout.
+fn print_table(args: &Args, cases: &[Case]) {
+    let (p, s, r) = (args.persist, args.secs, args.rounds);
+    println!("quorumlock bench: {NODES} nodes (persist {p}), {s} s per case");
+    println!("(floor and quorumlock alternate, {r} runs each; best run by throughput shown)");
+    let h = ["case", "impl", "ops/s", "p50 µs", "p99 µs", "errors"];
+    println!(
+        "{:<15} {:<11} {:>9} {:>8} {:>8} {:>7}",
+        h[0], h[1], h[2], h[3], h[4], h[5]
+    );
+    for c in cases {
+        let (f, q, p50r, tr) = c.pick();
+        let case = format!("c={}", c.conc);
+        for (name, s) in IMPLS.iter().zip([&f, &q]) {
+            let (t, p50, p99, e) = (s.tput, s.p50, s.p99, s.errors);
+            println!("{case:<15} {name:<11} {t:>9.0} {p50:>8} {p99:>8} {e:>7}");
+        }
+        let (v1, v2) = (verdict(p50r <= P50_GOAL), verdict(tr >= TPUT_GOAL));
+        println!(
+            "{:<15} p50 x{p50r:.2} (goal <= {P50_GOAL}: {v1})  throughput x{tr:.2} (goal >= {TPUT_GOAL:.1}: {v2})",
+            format!("{case} ratio")
+        );
+    }
+}
+
+/// All numbers as one JSON object.
+fn to_json(args: &Args, cases: &[Case]) -> Json {
+    let runs = |r: &[Stats]| r.iter().map(Stats::json).collect::<Vec<_>>();
+    let cases: Vec<Json> = cases
+        .iter()
+        .map(|c| {
+            let (f, q, p50r, tr) = c.pick();
+            json!({
+                "concurrency": c.conc, "floor": f.json(), "quorumlock": q.json(),
+                "floor_runs": runs(&c.runs[0]), "quorumlock_runs": runs(&c.runs[1]),
+                "p50_ratio": p50r, "p50_goal": P50_GOAL, "p50_goal_met": p50r <= P50_GOAL,
+                "throughput_ratio": tr, "throughput_goal": TPUT_GOAL,
+                "throughput_goal_met": tr >= TPUT_GOAL,
+            })
+        })
+        .collect();
+    json!({
+        "nodes": NODES, "persist": args.persist.as_str(), "secs_per_run": args.secs,
+        "warmup_secs": WARMUP.as_secs_f64(), "rounds": args.rounds,
+        "pick": "best run by throughput", "worker_threads": WORKERS, "cases": cases,
+    })
+}
+
+/// Connects both implementations to the nodes and runs every case, alternating them.
+async fn bench(args: &Args, urls: &[String]) -> Result<Vec<Case>, BoxError> {
+    let mut conns = Vec::with_capacity(urls.len());
+    for url in urls {
+        let client = redis::Client::open(url.as_str())?;
+        conns.push(client.get_multiplexed_async_connection().await?);
+    }
+    let opts = LockOptions::default()
+        .ttl(Duration::from_millis(TTL_MS))
+        .retry_count(0)
+        .node_timeout(Duration::from_millis(200));
+    let client = Client::builder()
+        .nodes(urls.iter().cloned())
+        .lock_options(opts.clone())
+        .require_quorum(true)
+        // Fresh nodes without durable writes would sit in the restart quarantine for
+        // max_ttl + 5 s; the benchmark measures the algorithm, not the quarantine.
+        .quarantine(if args.persist == Persist::Always {
+            Quarantine::On
+        } else {
+            Quarantine::Off
+        })
+        .connect()
+        .await?;
+    let env = Env {
+        conns,
+        client,
+        opts,
+    };
+    let window = Duration::from_secs_f64(args.secs);
+    let (mut cases, mut run_id) = (Vec::new(), 0);
+    for conc in CONCURRENCY {
+        let mut case = Case {
+            conc,
+            runs: [Vec::new(), Vec::new()],
+        };
+        for round in 1..=args.rounds {
+            for (which, name) in IMPLS.iter().enumerate() {
+                run_id += 1;
+                let s = run(&env, which == 1, conc, run_id, window).await;
+                let (t, p50, p99, e) = (s.tput, s.p50, s.p99, s.errors);
+                eprintln!(
+                    "  c={conc} {name:<10} run {round}: {t:>7.0} ops/s  p50 {p50:>6} µs  p99 {p99:>6} µs  errors {e}"
+                );
+                case.runs[which].push(s);
+            }
+        }
+        cases.push(case);
+    }
+    Ok(cases)
+}
+
+fn main() -> Result<(), BoxError> {
+    let args = parse_args().unwrap_or_else(|msg| {
+        eprintln!("{msg}");
+        std::process::exit(2);
+    });
+    eprintln!(
+        "starting {NODES} redis-server nodes (persist {})",
+        args.persist
+    );
+    let cluster = Cluster::builder()
+        .nodes(NODES)
+        .persist(args.persist)
+        .start()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(WORKERS)
+        .enable_all()
+        .build()?;
+    let cases = rt.block_on(bench(&args, &cluster.urls()))?;
+    drop(rt);
+    drop(cluster);
+    if args.json {
+        println!("{}", to_json(&args, &cases));
+    } else {
+        print_table(&args, &cases);
+    }
+    Ok(())
+}
