@@ -3,7 +3,9 @@
 //! classify failed attempts (REDLOCK.md §3.2, §3.3).
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -74,31 +76,28 @@ where
     // One timer for the whole round: every node shares the same deadline.
     let timer = tokio::time::sleep(deadline);
     tokio::pin!(timer);
-    let mut pending: FuturesUnordered<_> = nodes
+    // Poll every request once before looking at any reply, so each one is written (queued
+    // on its connection) before the round can be decided: a request first polled after the
+    // decision could land behind the cleanup of a failed attempt and leave its key behind.
+    let mut first = Vec::with_capacity(n);
+    let mut pending = FuturesUnordered::new();
+    let mut started: Vec<(usize, Pin<Box<Fut>>)> = nodes
         .iter()
         .enumerate()
-        .map(|(i, node)| {
-            let fut = op(node.clone());
-            async move { (i, fut.await) }
-        })
+        .map(|(i, node)| (i, Box::pin(op(node.clone()))))
         .collect();
-    let (mut ok, mut answered) = (0usize, 0usize);
-    loop {
-        let (i, outcome) = tokio::select! {
-            biased;
-            next = pending.next() => match next {
-                Some(x) => x,
-                None => break,
-            },
-            () = &mut timer => {
-                for slot in results.iter_mut().filter(|r| r.kind == NodeKind::Pending) {
-                    slot.kind = NodeKind::Timeout;
-                    slot.detail = Some(format!("no reply within {deadline:?}"));
-                }
-                // The silent nodes' requests are abandoned here.
-                return Round { results };
+    std::future::poll_fn(|cx| {
+        for (i, mut fut) in started.drain(..) {
+            match fut.as_mut().poll(cx) {
+                Poll::Ready(outcome) => first.push((i, outcome)),
+                Poll::Pending => pending.push(async move { (i, fut.await) }),
             }
-        };
+        }
+        Poll::Ready(())
+    })
+    .await;
+    let (mut ok, mut answered) = (0usize, 0usize);
+    let mut record = |i: usize, outcome: Result<NodeKind, NodeFailure>| {
         answered += 1;
         let latency = MonoTime::now() - start;
         let slot = &mut results[i];
@@ -114,9 +113,29 @@ where
         if slot.kind == NodeKind::Ok {
             ok += 1;
         }
-        if decide == Decide::AtQuorum && (ok >= q || ok + (n - answered) < q) {
-            break;
-        }
+        decide == Decide::AtQuorum && (ok >= q || ok + (n - answered) < q)
+    };
+    let mut decided = false;
+    for (i, outcome) in first {
+        decided |= record(i, outcome);
+    }
+    while !decided {
+        let (i, outcome) = tokio::select! {
+            biased;
+            next = pending.next() => match next {
+                Some(x) => x,
+                None => break,
+            },
+            () = &mut timer => {
+                for slot in results.iter_mut().filter(|r| r.kind == NodeKind::Pending) {
+                    slot.kind = NodeKind::Timeout;
+                    slot.detail = Some(format!("no reply within {deadline:?}"));
+                }
+                // The silent nodes' requests are abandoned here.
+                return Round { results };
+            }
+        };
+        decided = record(i, outcome);
     }
     if !pending.is_empty() {
         // Keep the undecided requests alive until they end or the deadline passes: the

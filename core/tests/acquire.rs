@@ -167,6 +167,45 @@ async fn majority_of_dead_nodes_is_quorum_not_reached() {
     for i in 3..5 {
         assert_eq!(get(&c, i, &key), None, "cleanup reached the live node {i}");
     }
+    // Refused nodes answer at once, before the live ones: every request must still be
+    // written before the round is decided, or a SET lands after its cleanup (rule 5).
+    let retrying = opts(10_000)
+        .retry_count(2)
+        .retry_delay(Duration::from_millis(5));
+    for _ in 0..5 {
+        let e = client.acquire_with(["dead"], &retrying).await.unwrap_err();
+        assert_eq!(e.attempts(), 3);
+        assert_eq!(e.report().count(NodeKind::HeldByOther), 0, "{e}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        for i in 3..5 {
+            assert_eq!(get(&c, i, &key), None, "no key left on live node {i}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn rule5_requests_are_written_before_refused_nodes_decide_the_round() {
+    // Refused nodes answer at once; the live ones come first and last in node order, so
+    // whichever order requests are polled in, a live node's request must be written before
+    // the round is decided, or its SET lands after the cleanup and leaves a key behind.
+    let mut c = cluster(5);
+    let client = client(&c).await;
+    for i in 1..4 {
+        c.kill(i);
+    }
+    let key = client.key("order");
+    let retrying = opts(10_000)
+        .retry_count(2)
+        .retry_delay(Duration::from_millis(5));
+    for _ in 0..5 {
+        let e = client.acquire_with(["order"], &retrying).await.unwrap_err();
+        assert!(e.is_quorum_not_reached(), "{e}");
+        assert_eq!(e.report().count(NodeKind::HeldByOther), 0, "{e}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        for i in [0, 4] {
+            assert_eq!(get(&c, i, &key), None, "no key left on live node {i}");
+        }
+    }
 }
 
 #[tokio::test]
