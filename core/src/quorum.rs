@@ -80,7 +80,7 @@ where
     // on its connection) before the round can be decided: a request first polled after the
     // decision could land behind the cleanup of a failed attempt and leave its key behind.
     let mut first = Vec::with_capacity(n);
-    let mut pending = FuturesUnordered::new();
+    let mut rest = Vec::with_capacity(n);
     let mut started: Vec<(usize, Pin<Box<Fut>>)> = nodes
         .iter()
         .enumerate()
@@ -90,12 +90,13 @@ where
         for (i, mut fut) in started.drain(..) {
             match fut.as_mut().poll(cx) {
                 Poll::Ready(outcome) => first.push((i, outcome)),
-                Poll::Pending => pending.push(async move { (i, fut.await) }),
+                Poll::Pending => rest.push(async move { (i, fut.await) }),
             }
         }
         Poll::Ready(())
     })
     .await;
+    let mut pending: FuturesUnordered<_> = rest.into_iter().collect();
     let (mut ok, mut answered) = (0usize, 0usize);
     let mut record = |i: usize, outcome: Result<NodeKind, NodeFailure>| {
         answered += 1;

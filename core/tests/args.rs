@@ -222,3 +222,20 @@ async fn wait_budget_bounds_the_call() {
     assert!(took < Duration::from_millis(600), "took {took:?}");
     held.release().await.unwrap();
 }
+
+/// Every public future is `Send`, so bindings can run them on any runtime thread.
+#[allow(dead_code)]
+fn public_futures_are_send(c: Client, l: quorumlock::Lock, t: quorumlock::CancelToken) {
+    fn send<T: Send>(_: T) {}
+    let o = LockOptions::default();
+    send(Client::builder().connect());
+    send(c.acquire_with(["r"], &o));
+    send(c.acquire_cancellable(["r"], &o, &t));
+    send(c.release_value(["r"], "v"));
+    send(c.ping());
+    send(c.inspect("r"));
+    send(c.force_break("r"));
+    send(l.extend(Duration::from_secs(1)));
+    send(l.release());
+    send(l.lost_signal().wait());
+}
