@@ -1,0 +1,65 @@
+"""quorumlock: Redlock distributed locks over N independent Redis masters.
+
+    client = quorumlock.Client(["redis://10.0.0.1:6379", "redis://10.0.0.2:6379",
+                                "redis://10.0.0.3:6379"])
+    with client.lock("invoice:7", ttl=10.0) as lock:
+        charge(invoice=7)
+
+Durations are float seconds. Every failure is a ``QuorumlockError`` subclass with ``code``,
+``attempts`` and ``nodes``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import _quorumlock
+from ._client import AsyncClient, AsyncLock, Client, Lock
+from ._errors import (
+    AuthFailed,
+    Cancelled,
+    ConnectionFailed,
+    ExtensionLimit,
+    InvalidArgument,
+    LockBusy,
+    LockLost,
+    Misconfigured,
+    QuorumlockError,
+    QuorumNotReached,
+    ScriptFailed,
+    TimedOut,
+    ValidityTooShort,
+)
+from ._quorumlock import NodeResult
+from ._scoped import AsyncLostFlag, LockScope, LostFlag
+
+__version__: str = _quorumlock.__version__
+
+__all__ = [
+    "AsyncClient",
+    "AsyncLock",
+    "AsyncLostFlag",
+    "AuthFailed",
+    "Cancelled",
+    "Client",
+    "ConnectionFailed",
+    "ExtensionLimit",
+    "InvalidArgument",
+    "Lock",
+    "LockBusy",
+    "LockLost",
+    "LockScope",
+    "LostFlag",
+    "Misconfigured",
+    "NodeResult",
+    "QuorumNotReached",
+    "QuorumlockError",
+    "ScriptFailed",
+    "TimedOut",
+    "ValidityTooShort",
+    "__version__",
+]
+
+# The engine's runtime threads do not exist in a fork() child: start new ones there. Locks
+# from the parent raise InvalidArgument in the child; clients reconnect on first use.
+os.register_at_fork(after_in_child=_quorumlock.after_fork_in_child)

@@ -1,0 +1,208 @@
+"""The public clients and locks: ``Client``/``Lock`` (blocking, GIL released while waiting)
+and ``AsyncClient``/``AsyncLock`` (asyncio), over one native object each."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from . import _quorumlock
+from ._quorumlock import NodeResult
+from ._scoped import AsyncLostFlag, LockScope, LostFlag, synchronized
+from .compat._conn import node_urls
+
+__all__ = ["AsyncClient", "AsyncLock", "Client", "Lock"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+OnLost = Callable[[BaseException], object]
+
+
+class _LockBase:
+    _native: _quorumlock.Lock
+
+    @property
+    def value(self) -> str:
+        """The random value (40 hex characters) stored in the keys."""
+        return self._native.value
+
+    @property
+    def resources(self) -> list[bytes]:
+        """The resources, sorted and deduplicated."""
+        return self._native.resources
+
+    @property
+    def ttl(self) -> float:
+        """The TTL in seconds."""
+        return self._native.ttl
+
+    @property
+    def validity(self) -> float:
+        """Seconds of validity the acquisition left."""
+        return self._native.validity
+
+    @property
+    def attempts(self) -> int:
+        """Attempts the acquisition took."""
+        return self._native.attempts
+
+    @property
+    def extensions(self) -> int:
+        """Successful extensions so far."""
+        return self._native.extensions
+
+    @property
+    def nodes(self) -> list[NodeResult]:
+        """The per-node report of the acquisition."""
+        return self._native.nodes
+
+    @property
+    def auto_extending(self) -> bool:
+        """True while the automatic extension runs."""
+        return self._native.auto_extending
+
+    def remaining(self) -> float:
+        """Seconds of validity left now; 0.0 once expired, lost or released. Act on the
+        protected resource only while this is positive."""
+        return self._native.remaining()
+
+    def is_held(self) -> bool:
+        """True while held and within validity."""
+        return self._native.is_held()
+
+    def set_auto_extend(self, on: bool) -> None:
+        """Starts or stops the automatic extension (every ``ttl / 3``)."""
+        self._native.set_auto_extend(on)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} value={self.value} remaining={self.remaining():.3f}>"
+
+
+def _prepare(options: dict[str, Any]) -> OnLost | None:
+    return options.pop("on_lost", None)
+
+
+class Lock(_LockBase):
+    """A held lock (blocking API). Use as a context manager to release on exit."""
+
+    def __init__(self, native: _quorumlock.Lock) -> None:
+        self._native = native
+        self.lost = LostFlag(native)
+
+    @classmethod
+    def _acquire(cls, client: _quorumlock.Client, resources: Any, options: dict[str, Any]) -> Lock:
+        on_lost = _prepare(options)
+        native = client.acquire(resources, **options)
+        if on_lost is not None:
+            native.on_lost(on_lost)
+        return cls(native)
+
+    def extend(self, ttl: float | None = None) -> None:
+        """Extends to ``ttl`` seconds (default: the lock's TTL) on a quorum of nodes."""
+        self._native.extend(ttl)
+
+    def release(self) -> list[NodeResult]:
+        """Releases on every node and returns the per-node report; idempotent."""
+        return self._native.release()
+
+    def __enter__(self) -> Lock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+class AsyncLock(_LockBase):
+    """A held lock (asyncio API). Use with ``async with`` to release on exit."""
+
+    def __init__(self, native: _quorumlock.Lock) -> None:
+        self._native = native
+        self.lost = AsyncLostFlag(native)
+
+    @classmethod
+    async def _acquire(
+        cls, client: _quorumlock.Client, resources: Any, options: dict[str, Any]
+    ) -> AsyncLock:
+        on_lost = _prepare(options)
+        native = await client.acquire_async(resources, **options)
+        if on_lost is not None:
+            native.on_lost(on_lost)
+        return cls(native)
+
+    async def extend(self, ttl: float | None = None) -> None:
+        """Extends to ``ttl`` seconds (default: the lock's TTL) on a quorum of nodes."""
+        await self._native.extend_async(ttl)
+
+    async def release(self) -> list[NodeResult]:
+        """Releases on every node and returns the per-node report; idempotent."""
+        return await self._native.release_async()
+
+    async def __aenter__(self) -> AsyncLock:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.release()
+
+
+class _ClientBase:
+    _native: _quorumlock.Client
+
+    def __init__(self, nodes: Any, **options: Any) -> None:
+        """Connects to ``nodes`` (URLs, redis-py keyword dicts, ``(host, port)`` tuples or
+        redis-py clients). Options: default lock options (``ttl``, ``retry_count``,
+        ``retry_delay``, ``retry_jitter``, ``wait``, ...) and client settings
+        (``drift_factor``, ``max_ttl``, ``connect_timeout``, ``key_prefix``,
+        ``require_quorum``). Durations are float seconds."""
+        self._native = _quorumlock.Client(node_urls(nodes), **options)
+
+    def lock(self, resources: Any, **options: Any) -> LockScope:
+        """A scope for ``with`` and ``async with``: acquires on entry with auto-extension on,
+        releases on exit. ``on_lost=callback`` is called (on an engine thread) if lost."""
+        return LockScope(self._native, resources, options)
+
+    def synchronized(self, resources: Any, **options: Any) -> Callable[[F], F]:
+        """Decorator: each call of the function or coroutine function holds the lock."""
+        return synchronized(self._native, resources, **options)
+
+    def release_value(self, resources: Any, value: str) -> list[NodeResult]:
+        """Releases ``resources`` where they hold ``value`` (from ``Lock.value``)."""
+        return self._native.release_value(resources, value)
+
+    def key(self, resource: str | bytes) -> bytes:
+        """The Redis key of a resource."""
+        return self._native.key(resource)
+
+    @property
+    def node_count(self) -> int:
+        """Number of configured nodes."""
+        return self._native.node_count
+
+    @property
+    def quorum(self) -> int:
+        """The quorum ``N // 2 + 1``."""
+        return self._native.quorum
+
+    @property
+    def addresses(self) -> list[str]:
+        """Node addresses (``host:port/db``)."""
+        return self._native.addresses
+
+
+class Client(_ClientBase):
+    """A Redlock client (blocking API). Waits release the GIL; Ctrl-C cancels cleanly."""
+
+    def acquire(self, resources: Any, **options: Any) -> Lock:
+        """Acquires ``resources`` (a name or a list of names). Raises ``LockBusy``,
+        ``QuorumNotReached``, ``ValidityTooShort`` or ``InvalidArgument``."""
+        return Lock._acquire(self._native, resources, options)
+
+
+class AsyncClient(_ClientBase):
+    """A Redlock client (asyncio API); cancelling a task cancels its acquisition cleanly."""
+
+    async def acquire(self, resources: Any, **options: Any) -> AsyncLock:
+        """Acquires ``resources`` (a name or a list of names)."""
+        return await AsyncLock._acquire(self._native, resources, options)
+
+    async def holder(self, resource: str | bytes) -> str | None:
+        """The value held on a quorum of nodes, or ``None``."""
+        return await self._native.holder_async(resource)

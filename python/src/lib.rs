@@ -1,0 +1,39 @@
+//! Python bindings for quorumlock: the native module `quorumlock._quorumlock`. It converts
+//! arguments, results and errors; every lock decision is made by the engine in `core/`.
+#![forbid(unsafe_code)]
+
+mod client;
+mod error;
+mod lock;
+mod options;
+mod runtime;
+mod wait;
+
+use pyo3::prelude::*;
+
+/// Rebuilds the shared runtime in a child process right after `fork()` (registered with
+/// `os.register_at_fork`); every call also checks the process id.
+#[pyfunction]
+fn after_fork_in_child() -> PyResult<()> {
+    runtime::handle().map(|_| ())
+}
+
+/// The native module.
+#[pymodule(gil_used = false)]
+mod _quorumlock {
+    #[pymodule_export]
+    use super::after_fork_in_child;
+    #[pymodule_export]
+    use super::client::Client;
+    #[pymodule_export]
+    use super::error::{NodeResult, error_for_kind, error_kinds};
+    #[pymodule_export]
+    use super::lock::Lock;
+
+    use pyo3::prelude::*;
+
+    #[pymodule_init]
+    fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        m.add("__version__", env!("CARGO_PKG_VERSION"))
+    }
+}

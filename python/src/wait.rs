@@ -1,0 +1,99 @@
+//! Waiting for engine work without holding the GIL (ARCHITECTURE.md §3 step 3): the work runs
+//! as a task on the shared runtime while the caller loops on `py.detach(recv 50 ms)` and
+//! `py.check_signals()`, so other threads run and Ctrl-C is seen within 50 ms.
+
+use std::future::Future;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use quorumlock::{CancelToken, MonoTime};
+
+use crate::runtime;
+
+const SLICE: Duration = Duration::from_millis(50);
+
+/// What happens to the engine task when the caller stops waiting (a signal handler raised,
+/// or the timeout passed).
+pub(crate) enum OnStop {
+    /// Cancel the token: the engine abandons the attempt and cleans up by itself.
+    Cancel(CancelToken),
+    /// Let the task finish in the background (release, extend).
+    Finish,
+    /// Drop the task (pure waits, which own nothing).
+    Abort,
+}
+
+/// Runs `fut` on the shared runtime and waits for its output with the GIL released. Returns
+/// `Ok(None)` when `timeout` passes first.
+///
+/// # Errors
+/// Whatever a signal handler raised (`KeyboardInterrupt`), after applying `on_stop`.
+pub(crate) fn wait<T, F>(
+    py: Python<'_>,
+    fut: F,
+    timeout: Option<Duration>,
+    on_stop: OnStop,
+) -> PyResult<Option<T>>
+where
+    T: Send + 'static,
+    F: Future<Output = T> + Send + 'static,
+{
+    let (tx, mut rx) = mpsc::sync_channel(1);
+    let task = runtime::handle()?.spawn(async move {
+        // A receiver that stopped waiting drops the output here (a lock won after a
+        // cancellation is then released in the background by its drop).
+        let _ = tx.send(fut.await);
+    });
+    let deadline = timeout.map(|t| MonoTime::now() + t);
+    let stop = |on_stop: OnStop| match on_stop {
+        OnStop::Cancel(token) => token.cancel(),
+        OnStop::Finish => {}
+        OnStop::Abort => task.abort(),
+    };
+    loop {
+        let slice = deadline.map_or(SLICE, |d| d.saturating_since(MonoTime::now()).min(SLICE));
+        let (got, back) = py.detach(move || (rx.recv_timeout(slice), rx));
+        rx = back;
+        match got {
+            Ok(v) => return Ok(Some(v)),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(PyRuntimeError::new_err(
+                    "a quorumlock engine task ended without a result (the runtime is shutting down?)",
+                ));
+            }
+        }
+        if let Err(e) = py.check_signals() {
+            stop(on_stop);
+            return Err(e);
+        }
+        if deadline.is_some_and(|d| MonoTime::now() >= d) {
+            stop(on_stop);
+            return Ok(None);
+        }
+    }
+}
+
+/// [`wait`] without a timeout.
+///
+/// # Errors
+/// As [`wait`].
+pub(crate) fn run<T, F>(py: Python<'_>, fut: F, on_stop: OnStop) -> PyResult<T>
+where
+    T: Send + 'static,
+    F: Future<Output = T> + Send + 'static,
+{
+    wait(py, fut, None, on_stop)?.ok_or_else(|| PyRuntimeError::new_err("no result"))
+}
+
+/// Cancels a token when dropped: an asyncio task cancelled while acquiring drops its Rust
+/// future, and with it this guard.
+pub(crate) struct CancelOnDrop(pub(crate) CancelToken);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
