@@ -16,6 +16,9 @@ use crate::error::ErrorKind;
 use crate::node::{Node, NodeFailure};
 use crate::report::{NodeKind, NodeResult, Report};
 
+/// How long requests still in flight when a round ends are kept alive in the background.
+const DRAIN_BOUND: Duration = Duration::from_secs(30);
+
 /// `N / 2 + 1` in integer arithmetic (REDLOCK.md §12 rule 2: never floats, never `N / 2`).
 pub(crate) const fn quorum(n: usize) -> usize {
     n / 2 + 1
@@ -132,18 +135,19 @@ where
                     slot.kind = NodeKind::Timeout;
                     slot.detail = Some(format!("no reply within {deadline:?}"));
                 }
-                // The silent nodes' requests are abandoned here.
-                return Round { results };
+                break;
             }
         };
         decided = record(i, outcome);
     }
     if !pending.is_empty() {
-        // Keep the undecided requests alive until they end or the deadline passes: the
-        // multiplexer drops queued requests whose caller went away, and a lock is sturdier
-        // on more than q nodes. Their late replies go nowhere; a failed attempt's cleanup is
-        // queued behind them on the same connections.
-        tokio::spawn(tokio::time::timeout_at(timer.deadline(), async move {
+        // Keep the undecided or timed-out requests alive until they end (bounded): the
+        // multiplexer drops queued requests whose caller went away, so an abandoned request
+        // may never be written. A lock is sturdier on more than q nodes, and a release that
+        // timed out (a slow node, not a dead one) must still delete its keys; a failed
+        // attempt's cleanup is queued behind its requests on the same connections. Late
+        // replies go nowhere.
+        tokio::spawn(tokio::time::timeout(DRAIN_BOUND, async move {
             while pending.next().await.is_some() {}
         }));
     }
