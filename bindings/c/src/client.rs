@@ -1,0 +1,271 @@
+//! The configuration builder and the client handle.
+
+use std::time::Duration;
+
+use quorumlock::blocking;
+
+use crate::error::{Error, QlResult};
+use crate::ffi::{self, Out};
+use crate::lock::LockOptions;
+use crate::panic::ffi_panic_boundary;
+
+/// Client settings: node URLs, timing and default lock options. Built with
+/// `quorumlock_config_new` and the setters, read by `quorumlock_client_new`.
+pub struct Config {
+    nodes: Vec<String>,
+    drift_factor: f64,
+    drift_constant: Duration,
+    max_ttl: Duration,
+    connect_timeout: Duration,
+    key_prefix: Vec<u8>,
+    require_quorum: bool,
+    defaults: LockOptions,
+}
+
+/// A connected client over N independent Redis masters.
+pub struct Client {
+    pub(crate) inner: blocking::Client,
+    pub(crate) defaults: LockOptions,
+}
+
+/// Creates an empty configuration with the defaults of REDLOCK.md §11 (drift factor 0.01,
+/// drift constant 2 ms, max TTL 60 s, connect timeout 1 s, prefix `quorumlock:`).
+///
+/// Thread safety: safe from any thread.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_config_new(out: *mut *mut Config) -> QlResult {
+    ffi_panic_boundary!(std::ptr::null_mut() => {
+        Out::new(out, "out")?.write(ffi::into_raw(Config {
+            nodes: Vec::new(),
+            drift_factor: quorumlock::DEFAULT_DRIFT_FACTOR,
+            drift_constant: quorumlock::DEFAULT_DRIFT_CONSTANT,
+            max_ttl: quorumlock::DEFAULT_MAX_TTL,
+            connect_timeout: quorumlock::DEFAULT_CONNECT_TIMEOUT,
+            key_prefix: quorumlock::DEFAULT_KEY_PREFIX.as_bytes().to_vec(),
+            require_quorum: false,
+            defaults: LockOptions::default(),
+        }));
+        Ok(())
+    })
+}
+
+/// Frees a configuration; NULL does nothing. Freeing twice is undefined behaviour.
+///
+/// Thread safety: must not race other calls on the same configuration.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `cfg` is NULL or a live configuration.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_config_free(cfg: *mut Config) {
+    ffi_panic_boundary!({ ffi::free(cfg) })
+}
+
+/// Adds a node URL (`redis://[user:password@]host:port[/db]`, `rediss://` for TLS), given as
+/// `url_len` UTF-8 bytes (no NUL needed). `QL_INVALID` for NULL or invalid UTF-8; the URL
+/// itself is checked by `quorumlock_client_new`.
+///
+/// Thread safety: a configuration must not be changed from two threads at once.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `cfg` is NULL or a live configuration; `url` has `url_len` readable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_config_add_node(
+    cfg: *mut Config,
+    url: *const u8,
+    url_len: usize,
+    err_out: *mut *mut Error,
+) -> QlResult {
+    ffi_panic_boundary!(err_out => {
+        let cfg = ffi::handle_mut(cfg, "cfg")?;
+        let url = ffi::utf8(url, url_len, "url")?;
+        cfg.nodes.push(url.to_owned());
+        Ok(())
+    })
+}
+
+/// Sets the clock drift allowance `ttl * factor + constant_ms` (defaults 0.01 and 2 ms);
+/// the factor must be in `0.0..0.5` (checked by `quorumlock_client_new`).
+///
+/// Thread safety: a configuration must not be changed from two threads at once.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `cfg` is NULL or a live configuration.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_config_set_drift(
+    cfg: *mut Config,
+    factor: f64,
+    constant_ms: u64,
+) -> QlResult {
+    ffi_panic_boundary!(std::ptr::null_mut() => {
+        let cfg = ffi::handle_mut(cfg, "cfg")?;
+        cfg.drift_factor = factor;
+        cfg.drift_constant = Duration::from_millis(constant_ms);
+        Ok(())
+    })
+}
+
+/// Sets the largest accepted TTL (default 60 s); every client of the same nodes must agree.
+///
+/// Thread safety: a configuration must not be changed from two threads at once.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `cfg` is NULL or a live configuration.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_config_set_max_ttl_ms(cfg: *mut Config, ms: u64) -> QlResult {
+    ffi_panic_boundary!(std::ptr::null_mut() => {
+        ffi::handle_mut(cfg, "cfg")?.max_ttl = Duration::from_millis(ms);
+        Ok(())
+    })
+}
+
+/// Sets how long `quorumlock_client_new` waits for the first connections (default 1 s).
+///
+/// Thread safety: a configuration must not be changed from two threads at once.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `cfg` is NULL or a live configuration.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_config_set_connect_timeout_ms(
+    cfg: *mut Config,
+    ms: u64,
+) -> QlResult {
+    ffi_panic_boundary!(std::ptr::null_mut() => {
+        ffi::handle_mut(cfg, "cfg")?.connect_timeout = Duration::from_millis(ms);
+        Ok(())
+    })
+}
+
+/// Sets the key prefix (default `quorumlock:`); keys are `<prefix>{<resource>}`.
+///
+/// Thread safety: a configuration must not be changed from two threads at once.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `cfg` is NULL or a live configuration; `prefix` has `len` readable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_config_set_key_prefix(
+    cfg: *mut Config,
+    prefix: *const u8,
+    len: usize,
+) -> QlResult {
+    ffi_panic_boundary!(std::ptr::null_mut() => {
+        let cfg = ffi::handle_mut(cfg, "cfg")?;
+        cfg.key_prefix = ffi::bytes(prefix, len, "prefix")?.to_vec();
+        Ok(())
+    })
+}
+
+/// Makes `quorumlock_client_new` fail unless a quorum of nodes connected (default off:
+/// nodes join as they come up).
+///
+/// Thread safety: a configuration must not be changed from two threads at once.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `cfg` is NULL or a live configuration.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_config_set_require_quorum(
+    cfg: *mut Config,
+    on: bool,
+) -> QlResult {
+    ffi_panic_boundary!(std::ptr::null_mut() => {
+        ffi::handle_mut(cfg, "cfg")?.require_quorum = on;
+        Ok(())
+    })
+}
+
+/// Copies `opts` (callback included) as the client's defaults, used when an acquire
+/// function gets NULL options.
+///
+/// Thread safety: a configuration must not be changed from two threads at once.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `cfg` is NULL or a live configuration; `opts` is NULL or live options.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_config_set_lock_options(
+    cfg: *mut Config,
+    opts: *const LockOptions,
+) -> QlResult {
+    ffi_panic_boundary!(std::ptr::null_mut() => {
+        let cfg = ffi::handle_mut(cfg, "cfg")?;
+        cfg.defaults = ffi::handle(opts, "opts")?.clone();
+        Ok(())
+    })
+}
+
+/// Validates the configuration and connects to every node in parallel.
+///
+/// Errors: `QL_INVALID` for a bad configuration (no nodes, a bad URL, a duplicate node, a
+/// TTL outside the limits; nothing is sent); with require_quorum, `QL_CONNECTION`,
+/// `QL_AUTH`, ... when fewer than a quorum connected (with the node report).
+///
+/// Thread safety: safe from any thread; `cfg` may be reused and freed afterwards.
+/// Blocking: up to twice the connect timeout (default 1 s). Returns `QL_INVALID` on an
+/// engine thread (inside a lost callback).
+///
+/// # Safety
+/// `cfg` is NULL or a live configuration; `out` is NULL or writable; `err_out` is NULL or
+/// writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_client_new(
+    cfg: *const Config,
+    out: *mut *mut Client,
+    err_out: *mut *mut Error,
+) -> QlResult {
+    ffi_panic_boundary!(err_out => {
+        let cfg = ffi::handle(cfg, "cfg")?;
+        let out = Out::new(out, "out")?;
+        let builder = quorumlock::Client::builder()
+            .nodes(cfg.nodes.iter().cloned())
+            .drift_factor(cfg.drift_factor)
+            .drift_constant(cfg.drift_constant)
+            .max_ttl(cfg.max_ttl)
+            .connect_timeout(cfg.connect_timeout)
+            .key_prefix(&cfg.key_prefix)
+            .require_quorum(cfg.require_quorum)
+            .lock_options(cfg.defaults.inner.clone());
+        let inner = blocking::Client::from_builder(builder)?;
+        out.write(ffi::into_raw(Client {
+            inner,
+            defaults: cfg.defaults.clone(),
+        }));
+        Ok(())
+    })
+}
+
+/// Frees a client; NULL does nothing. Locks acquired through it stay usable. Freeing twice
+/// is undefined behaviour.
+///
+/// Thread safety: must not race other calls on the same client.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `client` is NULL or a live client.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_client_free(client: *mut Client) {
+    ffi_panic_boundary!({ ffi::free(client) })
+}
+
+/// Number of configured nodes N (0 for NULL).
+///
+/// Thread safety: safe from any thread.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `client` is NULL or a live client.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_client_node_count(client: *const Client) -> usize {
+    ffi_panic_boundary!({
+        ffi::handle(client, "client").map_or(0, |c| c.inner.as_async().node_count())
+    })
+}

@@ -1,0 +1,265 @@
+// quorumlock.hpp: header-only C++17 RAII wrapper over the C API in quorumlock.h.
+//
+//   quorumlock::Client client({"redis://127.0.0.1:7001", "redis://127.0.0.1:7002",
+//                              "redis://127.0.0.1:7003"});
+//   quorumlock::Lock lock = client.acquire("invoice:7");
+//   ... act while lock.remaining() > 0ms ...
+//   lock.release();                      // or let the destructor release it
+//
+// Failures throw quorumlock::Error, which carries the result code and the node report.
+// Clients and locks are move-only; a lock's destructor releases it and never throws.
+#ifndef QUORUMLOCK_HPP
+#define QUORUMLOCK_HPP
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "quorumlock.h"
+
+namespace quorumlock {
+
+/// One entry of a node report.
+struct NodeReport {
+  uint32_t kind;                                   ///< QL_NODE_*
+  std::string kind_name;                           ///< "HeldByOther", ...
+  std::string address;                             ///< host:port/db
+  std::optional<std::chrono::microseconds> latency;  ///< empty when no reply came
+};
+
+/// A failed call: what() is the full message; code() the QL_* result; nodes() the report.
+class Error : public std::runtime_error {
+ public:
+  Error(quorumlock_result code, std::string message, std::vector<NodeReport> nodes,
+        uint32_t lost_reason)
+      : std::runtime_error(std::move(message)),
+        code_(code),
+        nodes_(std::move(nodes)),
+        lost_reason_(lost_reason) {}
+
+  quorumlock_result code() const noexcept { return code_; }
+  const char *code_name() const noexcept { return quorumlock_result_name(code_); }
+  const std::vector<NodeReport> &nodes() const noexcept { return nodes_; }
+  uint32_t lost_reason() const noexcept { return lost_reason_; }
+
+ private:
+  quorumlock_result code_;
+  std::vector<NodeReport> nodes_;
+  uint32_t lost_reason_;
+};
+
+namespace detail {
+
+inline std::string text(quorumlock_result (*read)(const quorumlock_error *, size_t, char *, size_t,
+                                                   size_t *),
+                        const quorumlock_error *err, size_t index) {
+  size_t n = 0;
+  read(err, index, nullptr, 0, &n);
+  std::string s(n, '\0');
+  read(err, index, s.data(), n + 1, &n);
+  return s;
+}
+
+inline quorumlock_result message(const quorumlock_error *err, size_t, char *buf, size_t len,
+                                 size_t *n) {
+  return quorumlock_error_message(err, buf, len, n);
+}
+
+/// Throws for a code other than QL_OK, taking ownership of `*err_out` (the pointer is read
+/// only after the call that fills it, whatever the argument evaluation order).
+inline void check(quorumlock_result code, quorumlock_error **err_out) {
+  if (code == QL_OK) return;
+  quorumlock_error *err = err_out ? *err_out : nullptr;
+  std::unique_ptr<quorumlock_error, void (*)(quorumlock_error *)> owned(err, quorumlock_error_free);
+  std::vector<NodeReport> nodes;
+  std::string msg = err ? text(message, err, 0) : quorumlock_result_name(code);
+  for (size_t i = 0, n = quorumlock_error_node_count(err); i < n; i++) {
+    NodeReport r{};
+    quorumlock_error_node_kind(err, i, &r.kind);
+    r.kind_name = quorumlock_node_kind_name(r.kind);
+    r.address = text(quorumlock_error_node_address, err, i);
+    uint64_t us = QL_NO_LATENCY;
+    quorumlock_error_node_latency_us(err, i, &us);
+    if (us != QL_NO_LATENCY) r.latency = std::chrono::microseconds(us);
+    nodes.push_back(std::move(r));
+  }
+  throw Error(code, std::move(msg), std::move(nodes), quorumlock_error_lost_reason(err));
+}
+
+inline const uint8_t *bytes(std::string_view s) {
+  return reinterpret_cast<const uint8_t *>(s.data());
+}
+
+template <typename T, void (*Free)(T *)>
+struct Deleter {
+  void operator()(T *p) const noexcept { Free(p); }
+};
+
+}  // namespace detail
+
+/// Options of one acquisition; setters chain.
+class LockOptions {
+ public:
+  LockOptions() {
+    quorumlock_lock_options *o = nullptr;
+    detail::check(quorumlock_lock_options_new(&o), nullptr);
+    p_.reset(o);
+  }
+  LockOptions &ttl(std::chrono::milliseconds d) {
+    return set(quorumlock_lock_options_set_ttl_ms(p_.get(), count(d)));
+  }
+  LockOptions &retry_count(uint32_t n) {
+    return set(quorumlock_lock_options_set_retry_count(p_.get(), n));
+  }
+  LockOptions &retry_delay(std::chrono::milliseconds delay, std::chrono::milliseconds jitter) {
+    return set(quorumlock_lock_options_set_retry_delay_ms(p_.get(), count(delay), count(jitter)));
+  }
+  LockOptions &min_validity(std::chrono::milliseconds d) {
+    return set(quorumlock_lock_options_set_min_validity_ms(p_.get(), count(d)));
+  }
+  LockOptions &node_timeout(std::chrono::milliseconds d) {
+    return set(quorumlock_lock_options_set_node_timeout_ms(p_.get(), count(d)));
+  }
+  LockOptions &auto_extend(bool on, std::chrono::milliseconds interval = {}) {
+    return set(quorumlock_lock_options_set_auto_extend(p_.get(), on, count(interval)));
+  }
+  const quorumlock_lock_options *get() const noexcept { return p_.get(); }
+
+ private:
+  static uint64_t count(std::chrono::milliseconds d) {
+    return d.count() < 0 ? 0 : static_cast<uint64_t>(d.count());
+  }
+  LockOptions &set(quorumlock_result r) {
+    detail::check(r, nullptr);
+    return *this;
+  }
+  std::unique_ptr<quorumlock_lock_options,
+                  detail::Deleter<quorumlock_lock_options, quorumlock_lock_options_free>>
+      p_;
+};
+
+/// A held lock. Move-only; the destructor releases a lock still held and never throws.
+class Lock {
+ public:
+  explicit Lock(quorumlock_lock *p) noexcept : p_(p) {}
+  Lock(Lock &&) noexcept = default;
+  Lock &operator=(Lock &&other) noexcept {
+    if (this != &other) {
+      close();
+      p_ = std::move(other.p_);
+    }
+    return *this;
+  }
+  Lock(const Lock &) = delete;
+  Lock &operator=(const Lock &) = delete;
+  ~Lock() { close(); }
+
+  /// Validity left; zero once expired, lost or released.
+  std::chrono::milliseconds remaining() const noexcept {
+    return std::chrono::milliseconds(quorumlock_lock_remaining_ms(p_.get()));
+  }
+  /// The lock's random value (40 hex characters).
+  std::string value() const {
+    size_t n = 0;
+    detail::check(quorumlock_lock_value(p_.get(), nullptr, 0, &n), nullptr);
+    std::string s(n, '\0');
+    detail::check(quorumlock_lock_value(p_.get(), s.data(), n + 1, &n), nullptr);
+    return s;
+  }
+  /// Extends to `ttl` from now; throws on failure (QL_LOST, QL_QUORUM, ...).
+  void extend(std::chrono::milliseconds ttl) {
+    quorumlock_error *err = nullptr;
+    detail::check(quorumlock_lock_extend(p_.get(), static_cast<uint64_t>(ttl.count()), &err), &err);
+  }
+  /// Releases on every node; returns whether a quorum still held it. Idempotent.
+  bool release() {
+    bool held = false;
+    quorumlock_error *err = nullptr;
+    detail::check(quorumlock_lock_release(p_.get(), &held, &err), &err);
+    return held;
+  }
+  quorumlock_lock *get() const noexcept { return p_.get(); }
+
+ private:
+  void close() noexcept {
+    if (p_) quorumlock_lock_release(p_.get(), nullptr, nullptr);
+    p_.reset();
+  }
+  std::unique_ptr<quorumlock_lock, detail::Deleter<quorumlock_lock, quorumlock_lock_free>> p_;
+};
+
+/// A client over N independent Redis masters. Move-only.
+class Client {
+ public:
+  /// Connects to `urls`; blocks up to twice `connect_timeout`.
+  explicit Client(const std::vector<std::string> &urls,
+                  std::chrono::milliseconds connect_timeout = std::chrono::seconds(1)) {
+    quorumlock_config *raw = nullptr;
+    detail::check(quorumlock_config_new(&raw), nullptr);
+    std::unique_ptr<quorumlock_config, detail::Deleter<quorumlock_config, quorumlock_config_free>>
+        cfg(raw);
+    for (const auto &url : urls) {
+      quorumlock_error *err = nullptr;
+      detail::check(quorumlock_config_add_node(cfg.get(), detail::bytes(url), url.size(), &err), &err);
+    }
+    detail::check(quorumlock_config_set_connect_timeout_ms(
+                      cfg.get(), static_cast<uint64_t>(connect_timeout.count())),
+                  nullptr);
+    quorumlock_client *c = nullptr;
+    quorumlock_error *err = nullptr;
+    detail::check(quorumlock_client_new(cfg.get(), &c, &err), &err);
+    p_.reset(c);
+  }
+
+  /// Acquires with retries as the options say (client defaults when `opts` is null).
+  Lock acquire(std::string_view resource, const LockOptions *opts = nullptr) const {
+    quorumlock_lock *l = nullptr;
+    quorumlock_error *err = nullptr;
+    detail::check(quorumlock_client_acquire(p_.get(), detail::bytes(resource), resource.size(),
+                                            raw(opts), nullptr, &l, &err), &err);
+    return Lock(l);
+  }
+  /// One attempt; empty when another owner holds it (QL_BUSY), throws on other failures.
+  std::optional<Lock> try_acquire(std::string_view resource,
+                                  const LockOptions *opts = nullptr) const {
+    quorumlock_lock *l = nullptr;
+    quorumlock_error *err = nullptr;
+    quorumlock_result r = quorumlock_client_try_acquire(p_.get(), detail::bytes(resource),
+                                                        resource.size(), raw(opts), &l, &err);
+    if (r == QL_BUSY) {
+      quorumlock_error_free(err);
+      return std::nullopt;
+    }
+    detail::check(r, &err);
+    return Lock(l);
+  }
+  /// Retries until acquired or `timeout` is spent; throws the last failure (often QL_BUSY).
+  Lock acquire_for(std::string_view resource, std::chrono::milliseconds timeout,
+                   const LockOptions *opts = nullptr) const {
+    quorumlock_lock *l = nullptr;
+    quorumlock_error *err = nullptr;
+    detail::check(quorumlock_client_acquire_timeout(
+                      p_.get(), detail::bytes(resource), resource.size(), raw(opts),
+                      static_cast<uint64_t>(timeout.count()), nullptr, &l, &err), &err);
+    return Lock(l);
+  }
+  size_t node_count() const noexcept { return quorumlock_client_node_count(p_.get()); }
+  quorumlock_client *get() const noexcept { return p_.get(); }
+
+ private:
+  static const quorumlock_lock_options *raw(const LockOptions *o) {
+    return o ? o->get() : nullptr;
+  }
+  std::unique_ptr<quorumlock_client, detail::Deleter<quorumlock_client, quorumlock_client_free>>
+      p_;
+};
+
+}  // namespace quorumlock
+
+#endif  // QUORUMLOCK_HPP
