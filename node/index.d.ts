@@ -1,0 +1,176 @@
+// Types of the public API in index.js (hand-written; a test checks that every runtime export
+// is declared here and the reverse).
+
+/// <reference types="node" />
+
+/** Every `QuorumlockError.code`. */
+export type ErrorCode =
+  | 'QL_BUSY'
+  | 'QL_QUORUM'
+  | 'QL_VALIDITY'
+  | 'QL_CANCELLED'
+  | 'QL_LOST'
+  | 'QL_EXT_LIMIT'
+  | 'QL_INVALID'
+  | 'QL_CONNECTION'
+  | 'QL_AUTH'
+  | 'QL_SCRIPT'
+  | 'QL_MISCONFIGURED'
+  | 'QL_TIMEOUT'
+  | 'QL_INTERNAL'
+
+/** The codes in numeric order of the core kinds, then QL_INTERNAL. */
+export declare const ERROR_CODES: readonly ErrorCode[]
+
+/** The package version. */
+export declare const VERSION: string
+
+/** One node's entry of a report. */
+export interface NodeEntry {
+  /** 0-based index in configuration order. */
+  readonly index: number
+  /** `host:port/db`, never with credentials. */
+  readonly address: string
+  /** Time from sending to the reply in microseconds, when a reply came. */
+  readonly latencyUs?: number
+  /** The node kind, e.g. `'Ok'`, `'HeldByOther'`, `'Timeout'`. */
+  readonly kind: string
+  /** The kind's category, e.g. `'Vote'`, `'Connection'`. */
+  readonly category: string
+  /** The server's or the socket's text for error kinds. */
+  readonly detail?: string
+}
+
+/** What a release did on each node. */
+export interface ReleaseReport {
+  /** How many nodes deleted our keys. */
+  readonly releasedCount: number
+  /** True when a quorum still held the lock when it was released. */
+  readonly wasHeldByQuorum: boolean
+  /** One entry per configured node. */
+  readonly nodes: readonly NodeEntry[]
+}
+
+/** A failed operation, with a stable `code` and the per-node report. */
+export declare class QuorumlockError extends Error {
+  readonly name: 'QuorumlockError'
+  readonly code: ErrorCode
+  /** Acquisition attempts made (0 when nothing was sent). */
+  readonly attempts: number
+  /** Validity left when the failure was decided, in milliseconds, when known. */
+  readonly validityMs: number | null
+  /** For QL_LOST: `'Expired'`, `'Taken'` or `'ExtensionLimit'`. */
+  readonly lostReason: string | null
+  /** One entry per configured node (empty when nothing was sent). */
+  readonly nodes: readonly NodeEntry[]
+}
+
+/** Options of one acquisition; absent fields keep the client's defaults. Durations in ms. */
+export interface LockOptions {
+  /** Lock time-to-live (default 10000). */
+  ttlMs?: number
+  /** Retries after the first attempt (default 3); `Infinity` retries until `waitMs` or aborted. */
+  retryCount?: number
+  /** Fixed part of the delay between attempts (default 100). */
+  retryDelayMs?: number
+  /** Random part of the delay between attempts (default 200). */
+  retryJitterMs?: number
+  /** Total wait budget. */
+  waitMs?: number
+  /** Minimum validity a successful attempt must leave (default ttlMs / 10). */
+  minValidityMs?: number
+  /** Deadline of one request round on one node (default clamp(ttlMs / 200, 5, 50)). */
+  nodeTimeoutMs?: number
+  /** Keep the lock alive in the background until released (default false). */
+  autoExtend?: boolean
+  /** Interval of the auto-extension (default ttlMs / 3). */
+  extendIntervalMs?: number
+  /** Cap on the number of extensions. */
+  maxExtensions?: number
+  /** Cap on the total holding time. */
+  maxHoldMs?: number
+}
+
+/** Options of `acquire()`: lock options plus an AbortSignal that cancels a pending acquisition. */
+export interface AcquireOptions extends LockOptions {
+  signal?: AbortSignal
+}
+
+/** Options of a client: the nodes, client-wide settings, and default lock options. */
+export interface ClientOptions extends LockOptions {
+  /** Node URLs: `redis://[user:password@]host:port[/db]`, `rediss://...` for TLS. */
+  nodes: string[]
+  /** Drift factor (default 0.01), in 0 <= d < 0.5. */
+  driftFactor?: number
+  /** Drift constant (default 2). */
+  driftConstantMs?: number
+  /** Upper bound of any TTL (default 60000); all clients of the same nodes must agree. */
+  maxTtlMs?: number
+  /** How long connecting waits for the first connections (default 1000). */
+  connectTimeoutMs?: number
+  /** Key prefix (default `'quorumlock:'`); keys are `<prefix>{<resource>}`. */
+  keyPrefix?: string
+  /** Fail `Client.connect` unless a quorum of nodes connected (default false). */
+  requireQuorum?: boolean
+}
+
+/** One or more resource names. */
+export type Resources = string | Uint8Array | ReadonlyArray<string | Uint8Array>
+
+/** A held lock. Release it with `release()`, `await using`, or `client.using()`. */
+export declare class Lock {
+  private constructor()
+  /** The resources as given to acquire(). */
+  readonly resources: ReadonlyArray<string | Uint8Array>
+  /** The random value (40 hex characters) stored in the keys. */
+  readonly value: string
+  /** The TTL the lock was acquired with. */
+  readonly ttlMs: number
+  /** Attempts the acquisition took. */
+  readonly attempts: number
+  /** Validity left now in whole milliseconds; 0 once expired, lost or released. */
+  readonly remainingMs: number
+  /** True while held and within validity. */
+  readonly isHeld: boolean
+  /** Successful extensions so far. */
+  readonly extensions: number
+  /** True while the automatic extension runs. */
+  readonly autoExtending: boolean
+  /** The per-node report of the successful attempt. */
+  readonly nodes: readonly NodeEntry[]
+  /** Aborts with a QL_LOST QuorumlockError when the lock is lost; never after a release. */
+  readonly signal: AbortSignal
+  /** The QL_LOST error if the lock is lost now, else null. */
+  lostError(): QuorumlockError | null
+  /** Starts or stops the automatic extension. */
+  setAutoExtend(on: boolean): void
+  /** Extends the lock to `ttlMs` (default: its TTL) from now. */
+  extend(ttlMs?: number): Promise<this>
+  /** Releases the lock on every node; idempotent. */
+  release(): Promise<ReleaseReport>
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/** A Redlock client over N independent Redis masters. */
+export declare class Client {
+  /** Checks the options at once and starts connecting in the background. */
+  constructor(options: ClientOptions | string[])
+  /** Connects; rejects with a QuorumlockError (with `requireQuorum`, when too few nodes connect). */
+  static connect(options: ClientOptions | string[]): Promise<Client>
+  /** Number of configured nodes N (once connected). */
+  readonly nodeCount: number
+  /** The quorum N / 2 + 1 (once connected). */
+  readonly quorum: number
+  /** Node addresses `host:port/db` (once connected). */
+  readonly addresses: string[]
+  /** The Redis key of a resource (once connected). */
+  key(resource: string | Uint8Array): Buffer
+  /** Acquires a lock on one or more resources (all or nothing). */
+  acquire(resources: Resources, options?: AcquireOptions): Promise<Lock>
+  /** Acquires with auto-extension, runs `fn`, releases; rejects with QL_LOST if the lock was lost. */
+  using<T>(resources: Resources, options: AcquireOptions, fn: (lock: Lock) => Promise<T> | T): Promise<T>
+  using<T>(resources: Resources, fn: (lock: Lock) => Promise<T> | T): Promise<T>
+  /** Releases every lock of this client still held and refuses new acquisitions. */
+  close(): Promise<void>
+  [Symbol.asyncDispose](): Promise<void>
+}

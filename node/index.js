@@ -1,0 +1,388 @@
+'use strict'
+// quorumlock: Redlock distributed locks over N independent Redis masters, one engine in Rust.
+// This file checks arguments (TypeError / RangeError before anything is sent), turns native
+// `{ value } | { error }` outcomes into values or QuorumlockErrors, and adds AbortSignal,
+// `lock.signal`, `using()` and `[Symbol.asyncDispose]`. It holds no lock logic.
+
+const native = require('./native.js')
+
+// Node 20.4+ defines Symbol.asyncDispose; older runtimes get the registered symbol that
+// Node and TypeScript's downlevel helpers use.
+if (typeof Symbol.asyncDispose !== 'symbol') {
+  Object.defineProperty(Symbol, 'asyncDispose', { value: Symbol.for('nodejs.asyncDispose') })
+}
+
+/** Every `QuorumlockError.code`, one per core error kind plus QL_INTERNAL. */
+const ERROR_CODES = Object.freeze([
+  'QL_BUSY',
+  'QL_QUORUM',
+  'QL_VALIDITY',
+  'QL_CANCELLED',
+  'QL_LOST',
+  'QL_EXT_LIMIT',
+  'QL_INVALID',
+  'QL_CONNECTION',
+  'QL_AUTH',
+  'QL_SCRIPT',
+  'QL_MISCONFIGURED',
+  'QL_TIMEOUT',
+  'QL_INTERNAL',
+])
+
+/** A failed quorumlock operation: a stable `code` and the per-node report in `nodes`. */
+class QuorumlockError extends Error {
+  constructor(detail) {
+    super(detail.message)
+    this.name = 'QuorumlockError'
+    this.code = detail.code
+    this.attempts = detail.attempts ?? 0
+    this.validityMs = detail.validityMs ?? null
+    this.lostReason = detail.lostReason ?? null
+    this.nodes = freezeNodes(detail.nodes)
+  }
+}
+
+function freezeNodes(nodes) {
+  return Object.freeze((nodes ?? []).map((n) => Object.freeze({ ...n })))
+}
+
+function coded(code, message) {
+  return new QuorumlockError({ code, message: `${code}: ${message}`, attempts: 0, nodes: [] })
+}
+
+function unwrap(outcome) {
+  if (outcome.error) throw new QuorumlockError(outcome.error)
+  return outcome.value
+}
+
+// ---- argument checks -------------------------------------------------------------------
+
+const MAX_COUNT = 4294967295
+
+function checkMs(name, v, positive) {
+  if (typeof v !== 'number') {
+    throw new TypeError(`${name} must be a number of milliseconds (got ${typeof v})`)
+  }
+  if (!Number.isSafeInteger(v) || v < 0 || (positive && v === 0)) {
+    throw new RangeError(`${name} must be a whole number of milliseconds ${positive ? '> 0' : '>= 0'} (got ${v})`)
+  }
+  return v
+}
+
+function checkCount(name, v) {
+  if (typeof v !== 'number') throw new TypeError(`${name} must be a number (got ${typeof v})`)
+  if (v === Infinity) return MAX_COUNT
+  if (!Number.isInteger(v) || v < 0 || v > MAX_COUNT) {
+    throw new RangeError(`${name} must be a whole number in 0..${MAX_COUNT} or Infinity (got ${v})`)
+  }
+  return v
+}
+
+function checkBool(name, v) {
+  if (typeof v !== 'boolean') throw new TypeError(`${name} must be a boolean (got ${typeof v})`)
+  return v
+}
+
+const LOCK_OPTIONS = {
+  ttlMs: (v) => checkMs('ttlMs', v, true),
+  retryCount: (v) => checkCount('retryCount', v),
+  retryDelayMs: (v) => checkMs('retryDelayMs', v, false),
+  retryJitterMs: (v) => checkMs('retryJitterMs', v, false),
+  waitMs: (v) => checkMs('waitMs', v, false),
+  minValidityMs: (v) => checkMs('minValidityMs', v, false),
+  nodeTimeoutMs: (v) => checkMs('nodeTimeoutMs', v, true),
+  autoExtend: (v) => checkBool('autoExtend', v),
+  extendIntervalMs: (v) => checkMs('extendIntervalMs', v, true),
+  maxExtensions: (v) => checkCount('maxExtensions', v),
+  maxHoldMs: (v) => checkMs('maxHoldMs', v, true),
+}
+
+const CLIENT_OPTIONS = {
+  driftFactor: (v) => {
+    if (typeof v !== 'number') throw new TypeError(`driftFactor must be a number (got ${typeof v})`)
+    if (!(v >= 0 && v < 0.5)) throw new RangeError(`driftFactor must be in 0 <= d < 0.5 (got ${v})`)
+    return v
+  },
+  driftConstantMs: (v) => checkMs('driftConstantMs', v, false),
+  maxTtlMs: (v) => checkMs('maxTtlMs', v, true),
+  connectTimeoutMs: (v) => checkMs('connectTimeoutMs', v, true),
+  keyPrefix: (v) => {
+    if (typeof v !== 'string') throw new TypeError(`keyPrefix must be a string (got ${typeof v})`)
+    return v
+  },
+  requireQuorum: (v) => checkBool('requireQuorum', v),
+}
+
+function checkObject(name, v) {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) {
+    throw new TypeError(`${name} must be an object (got ${v === null ? 'null' : typeof v})`)
+  }
+  return v
+}
+
+/** Picks and checks the keys of `table` from `options`; returns [checked, rest]. */
+function pick(table, options) {
+  const checked = {}
+  const rest = {}
+  for (const [key, value] of Object.entries(options)) {
+    if (value === undefined) continue
+    if (Object.hasOwn(table, key)) checked[key] = table[key](value)
+    else rest[key] = value
+  }
+  return [checked, rest]
+}
+
+function refuseUnknown(rest, what) {
+  const keys = Object.keys(rest)
+  if (keys.length > 0) {
+    throw new TypeError(`unknown ${what} option(s): ${keys.join(', ')} (durations end in Ms, e.g. ttlMs)`)
+  }
+}
+
+function lockOptions(options) {
+  const [checked, rest] = pick(LOCK_OPTIONS, checkObject('options', options))
+  const { signal, ...unknown } = rest
+  refuseUnknown(unknown, 'lock')
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new TypeError('signal must be an AbortSignal')
+  }
+  return [checked, signal]
+}
+
+function clientOptions(options) {
+  const opts = Array.isArray(options) ? { nodes: options } : checkObject('options', options)
+  const { nodes } = opts
+  if (!Array.isArray(nodes) || !nodes.every((n) => typeof n === 'string')) {
+    throw new TypeError('nodes must be an array of node URLs (redis://host:port)')
+  }
+  const [client, rest] = pick(CLIENT_OPTIONS, opts)
+  const [lock, unknown] = pick(LOCK_OPTIONS, rest)
+  delete unknown.nodes
+  refuseUnknown(unknown, 'client')
+  return { ...client, nodes: [...nodes], lock }
+}
+
+function toResources(resources) {
+  const list = typeof resources === 'string' || resources instanceof Uint8Array ? [resources] : resources
+  if (!Array.isArray(list)) {
+    throw new TypeError('resources must be a string, a Buffer, or an array of them')
+  }
+  const buffers = list.map((r) => {
+    if (typeof r === 'string') return Buffer.from(r, 'utf8')
+    if (r instanceof Uint8Array) return Buffer.from(r)
+    throw new TypeError(`every resource must be a string or a Buffer (got ${r === null ? 'null' : typeof r})`)
+  })
+  return { buffers, names: Object.freeze([...list]) }
+}
+
+// ---- Lock and Client ---------------------------------------------------------------------
+
+const CREATE = Symbol('create')
+
+/** A held lock. Release it with `release()`, `await using`, or `client.using()`. */
+class Lock {
+  #native
+  #resources
+  #onRelease
+  #controller = null
+
+  constructor(token, nativeLock, resources, onRelease) {
+    if (token !== CREATE) throw new TypeError('locks come from client.acquire()')
+    this.#native = nativeLock
+    this.#resources = resources
+    this.#onRelease = onRelease
+  }
+
+  /** The resources as given to acquire(). */
+  get resources() {
+    return this.#resources
+  }
+  /** The random value (40 hex characters) stored in the keys. */
+  get value() {
+    return this.#native.value
+  }
+  /** The TTL the lock was acquired with, in milliseconds. */
+  get ttlMs() {
+    return this.#native.ttlMs
+  }
+  /** Attempts the acquisition took. */
+  get attempts() {
+    return this.#native.attempts
+  }
+  /** Validity left now in whole milliseconds; 0 once expired, lost or released. */
+  get remainingMs() {
+    return this.#native.remainingMs
+  }
+  /** True while held and within validity. */
+  get isHeld() {
+    return this.#native.remainingMs > 0
+  }
+  /** Successful extensions so far. */
+  get extensions() {
+    return this.#native.extensions
+  }
+  /** True while the automatic extension runs. */
+  get autoExtending() {
+    return this.#native.autoExtending
+  }
+  /** The per-node report of the successful attempt. */
+  get nodes() {
+    return freezeNodes(this.#native.nodes)
+  }
+
+  /** An AbortSignal that aborts with a QL_LOST QuorumlockError when the lock is lost. */
+  get signal() {
+    if (this.#controller === null) {
+      const controller = new AbortController()
+      this.#controller = controller
+      const lost = this.#native.lostError()
+      if (lost) {
+        controller.abort(new QuorumlockError(lost))
+      } else {
+        const failed = this.#native.onLost((e) => controller.abort(new QuorumlockError(e)))
+        if (failed) throw new QuorumlockError(failed)
+      }
+    }
+    return this.#controller.signal
+  }
+
+  /** The QL_LOST error if the lock is lost now, else null. Never blocks. */
+  lostError() {
+    const lost = this.#native.lostError()
+    return lost ? new QuorumlockError(lost) : null
+  }
+
+  /** Starts or stops the automatic extension (every ttl / 3 by default). */
+  setAutoExtend(on) {
+    const failed = this.#native.setAutoExtend(checkBool('on', on))
+    if (failed) throw new QuorumlockError(failed)
+  }
+
+  /** Extends the lock to `ttlMs` (default: its TTL) from now; resolves to this lock. */
+  async extend(ttlMs = this.ttlMs) {
+    unwrap(await this.#native.extend(checkMs('ttlMs', ttlMs, true)))
+    return this
+  }
+
+  /** Releases the lock on every node; idempotent. Resolves to the per-node report. */
+  async release() {
+    const report = unwrap(await this.#native.release())
+    this.#onRelease(this)
+    return Object.freeze({ ...report, nodes: freezeNodes(report.nodes) })
+  }
+
+  async [Symbol.asyncDispose]() {
+    await this.release()
+  }
+}
+
+/** A Redlock client over N independent Redis masters. */
+class Client {
+  #ready
+  #native = null
+  #locks = new Set()
+  #closed = false
+
+  /** Checks the options at once and starts connecting in the background. */
+  constructor(options) {
+    const opts = clientOptions(options)
+    this.#ready = native.connect(opts).then((outcome) => {
+      this.#native = unwrap(outcome)
+      return this.#native
+    })
+    // A failure surfaces on the first acquire (or from Client.connect).
+    this.#ready.catch(() => {})
+  }
+
+  /** Connects and resolves once the client is usable; rejects with a QuorumlockError. */
+  static async connect(options) {
+    const client = new Client(options)
+    await client.#ready
+    return client
+  }
+
+  #connected() {
+    if (this.#native === null) throw coded('QL_INVALID', 'the client is not connected yet; use await Client.connect(...)')
+    return this.#native
+  }
+  /** Number of configured nodes N. */
+  get nodeCount() {
+    return this.#connected().nodeCount
+  }
+  /** The quorum N / 2 + 1. */
+  get quorum() {
+    return this.#connected().quorum
+  }
+  /** Node addresses (host:port/db), in configuration order. */
+  get addresses() {
+    return this.#connected().addresses
+  }
+  /** The Redis key of a resource. */
+  key(resource) {
+    return this.#connected().key(toResources(resource).buffers[0])
+  }
+
+  /** Acquires a lock on one or more resources; `signal` cancels a pending acquisition. */
+  async acquire(resources, options = {}) {
+    const { buffers, names } = toResources(resources)
+    const [opts, signal] = lockOptions(options)
+    if (this.#closed) throw coded('QL_INVALID', 'the client is closed')
+    if (signal?.aborted) throw coded('QL_CANCELLED', 'the signal was already aborted; nothing was sent')
+    const client = await this.#ready
+    const cancel = new native.CancelHandle()
+    const onAbort = () => cancel.trigger()
+    signal?.addEventListener('abort', onAbort, { once: true })
+    let outcome
+    try {
+      outcome = await client.acquire(buffers, opts, cancel)
+    } finally {
+      signal?.removeEventListener('abort', onAbort)
+    }
+    const lock = new Lock(CREATE, unwrap(outcome), names, (l) => this.#locks.delete(l))
+    if (this.#closed) {
+      await lock.release()
+      throw coded('QL_INVALID', 'the client was closed during the acquisition; the lock was released')
+    }
+    this.#locks.add(lock)
+    return lock
+  }
+
+  /**
+   * Acquires with auto-extension, runs `fn(lock)`, and releases. Rejects with the QL_LOST
+   * error if the lock was lost while `fn` ran; `lock.signal` aborts at that moment.
+   */
+  async using(resources, options, fn) {
+    if (typeof options === 'function' && fn === undefined) return this.using(resources, {}, options)
+    if (typeof fn !== 'function') throw new TypeError('using() needs a function: (lock) => ...')
+    const lock = await this.acquire(resources, { autoExtend: true, ...checkObject('options', options ?? {}) })
+    let result
+    try {
+      result = await fn(lock)
+    } catch (e) {
+      await lock.release()
+      throw e
+    }
+    const lost = lock.lostError()
+    await lock.release()
+    if (lost) throw lost
+    return result
+  }
+
+  /** Releases every lock of this client still held and refuses new acquisitions. */
+  async close() {
+    this.#closed = true
+    await Promise.all([...this.#locks].map((l) => l.release()))
+  }
+
+  async [Symbol.asyncDispose]() {
+    await this.close()
+  }
+}
+
+module.exports = {
+  Client,
+  Lock,
+  QuorumlockError,
+  ERROR_CODES,
+  VERSION: native.version(),
+}

@@ -1,0 +1,4 @@
+// ESM entry: re-exports the CommonJS package.
+import cjs from './index.js'
+
+export const { Client, Lock, QuorumlockError, ERROR_CODES, VERSION } = cjs

@@ -1,0 +1,158 @@
+//! The native client: connect, acquire (with a cancel handle), and the shared-runtime hop.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use napi::bindgen_prelude::Buffer;
+use napi_derive::napi;
+use quorumlock::CancelToken;
+
+use crate::error::{NativeError, join_error};
+use crate::lock::NativeLock;
+use crate::options::{NativeClientOptions, NativeLockOptions};
+
+/// Runs `work` on quorumlock's shared runtime, where the client's connections live, and
+/// waits for it without blocking the event loop. A panic in `work` becomes `QL_INTERNAL`.
+pub(crate) async fn on_runtime<T, F>(work: F) -> Result<T, NativeError>
+where
+    F: Future<Output = quorumlock::Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    let handle = quorumlock::runtime::handle().map_err(|e| NativeError::from(&e))?;
+    match handle.spawn(work).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(NativeError::from(&e)),
+        Err(e) => Err(join_error(&e)),
+    }
+}
+
+/// `{ value }` or `{ error }` of [`connect`].
+#[napi(object, object_from_js = false)]
+pub struct ConnectOutcome {
+    /// The connected client.
+    pub value: Option<NativeClient>,
+    /// Why connecting failed.
+    pub error: Option<NativeError>,
+}
+
+/// `{ value }` or `{ error }` of [`NativeClient::acquire`].
+#[napi(object, object_from_js = false)]
+pub struct AcquireOutcome {
+    /// The held lock.
+    pub value: Option<NativeLock>,
+    /// Why the acquisition failed.
+    pub error: Option<NativeError>,
+}
+
+/// Validates the options and connects to the nodes (waiting at most `connectTimeoutMs`).
+/// Nodes not connected by then keep connecting in the background unless `requireQuorum`.
+#[napi(catch_unwind)]
+pub async fn connect(options: NativeClientOptions) -> ConnectOutcome {
+    let result = match options.builder() {
+        Ok(builder) => on_runtime(builder.connect()).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(client) => ConnectOutcome {
+            value: Some(NativeClient {
+                inner: Arc::new(client),
+            }),
+            error: None,
+        },
+        Err(e) => ConnectOutcome {
+            value: None,
+            error: Some(e),
+        },
+    }
+}
+
+/// Cancels one pending acquisition; `index.js` triggers it on the `AbortSignal`'s `abort`.
+#[napi]
+pub struct CancelHandle {
+    token: CancelToken,
+}
+
+#[napi]
+impl CancelHandle {
+    /// A handle that is not triggered yet.
+    #[napi(constructor)]
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        CancelHandle {
+            token: CancelToken::new(),
+        }
+    }
+
+    /// Abandons the acquisition: its keys are released on every node in the background and
+    /// it resolves with `QL_CANCELLED`. Never blocks.
+    #[napi(catch_unwind)]
+    pub fn trigger(&self) {
+        self.token.cancel();
+    }
+}
+
+/// A Redlock client over N independent Redis masters.
+#[napi]
+pub struct NativeClient {
+    inner: Arc<quorumlock::Client>,
+}
+
+#[napi]
+impl NativeClient {
+    /// Acquires a lock on the resources (all or nothing). Each attempt takes about one round
+    /// trip; retries follow the options. Resolves to `{ value: NativeLock }` or `{ error }`.
+    #[napi(catch_unwind)]
+    pub async fn acquire(
+        &self,
+        resources: Vec<Buffer>,
+        options: NativeLockOptions,
+        cancel: &CancelHandle,
+    ) -> AcquireOutcome {
+        let client = self.inner.clone();
+        let token = cancel.token.clone();
+        let resources: Vec<Vec<u8>> = resources.iter().map(|b| b.to_vec()).collect();
+        let result = match options.apply(client.lock_options().clone()) {
+            Ok(opts) => {
+                on_runtime(
+                    async move { client.acquire_cancellable(resources, &opts, &token).await },
+                )
+                .await
+            }
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(lock) => AcquireOutcome {
+                value: Some(NativeLock::new(lock)),
+                error: None,
+            },
+            Err(e) => AcquireOutcome {
+                value: None,
+                error: Some(e),
+            },
+        }
+    }
+
+    /// Number of configured nodes N.
+    #[napi(getter)]
+    pub fn node_count(&self) -> u32 {
+        u32::try_from(self.inner.node_count()).unwrap_or(u32::MAX)
+    }
+
+    /// The quorum `N / 2 + 1`.
+    #[napi(getter)]
+    pub fn quorum(&self) -> u32 {
+        u32::try_from(self.inner.quorum()).unwrap_or(u32::MAX)
+    }
+
+    /// Node addresses (`host:port/db`), in configuration order.
+    #[napi(getter)]
+    pub fn addresses(&self) -> Vec<String> {
+        self.inner.addresses()
+    }
+
+    /// The Redis key of a resource: `<prefix>{<resource>}`.
+    #[napi(catch_unwind)]
+    pub fn key(&self, resource: Buffer) -> Buffer {
+        self.inner.key(&resource[..]).into()
+    }
+}

@@ -1,0 +1,155 @@
+//! The one place where core errors and reports become JS objects (ARCHITECTURE.md §4).
+//! `index.js` turns a [`NativeError`] into a `QuorumlockError`.
+
+use napi_derive::napi;
+use quorumlock::{Error, ErrorKind, NodeCategory, Report};
+use tokio::task::JoinError;
+
+/// One node's entry of a report.
+#[napi(object, object_from_js = false)]
+pub struct NodeEntry {
+    /// 0-based index in configuration order.
+    pub index: u32,
+    /// `host:port/db`, never with credentials.
+    pub address: String,
+    /// Time from sending to the reply in microseconds, when a reply came.
+    pub latency_us: Option<f64>,
+    /// The node kind, e.g. `"HeldByOther"`.
+    pub kind: String,
+    /// The kind's category, e.g. `"Vote"` or `"Connection"`.
+    pub category: String,
+    /// The server's or the socket's text for error kinds.
+    pub detail: Option<String>,
+}
+
+/// A failed operation: the stable code and the per-node detail.
+#[napi(object, object_from_js = false)]
+pub struct NativeError {
+    /// One of `ERROR_CODES`, e.g. `"QL_BUSY"`.
+    pub code: String,
+    /// What failed and what to do.
+    pub message: String,
+    /// Acquisition attempts made (0 when nothing was sent).
+    pub attempts: u32,
+    /// Validity left when the failure was decided, in milliseconds, when known.
+    pub validity_ms: Option<f64>,
+    /// For `QL_LOST`: `"Expired"`, `"Taken"` or `"ExtensionLimit"`.
+    pub lost_reason: Option<String>,
+    /// One entry per configured node (empty when nothing was sent).
+    pub nodes: Vec<NodeEntry>,
+}
+
+/// The code of a kind; one arm per core kind. A kind added to core without an arm here maps
+/// to `QL_INTERNAL`, which the error-code test catches.
+fn code(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::Busy => "QL_BUSY",
+        ErrorKind::QuorumNotReached => "QL_QUORUM",
+        ErrorKind::ValidityTooShort => "QL_VALIDITY",
+        ErrorKind::Cancelled => "QL_CANCELLED",
+        ErrorKind::Lost => "QL_LOST",
+        ErrorKind::ExtensionLimit => "QL_EXT_LIMIT",
+        ErrorKind::InvalidArgument => "QL_INVALID",
+        ErrorKind::Connection => "QL_CONNECTION",
+        ErrorKind::Auth => "QL_AUTH",
+        ErrorKind::Script => "QL_SCRIPT",
+        ErrorKind::Misconfigured => "QL_MISCONFIGURED",
+        ErrorKind::Timeout => "QL_TIMEOUT",
+        _ => INTERNAL,
+    }
+}
+
+const INTERNAL: &str = "QL_INTERNAL";
+
+fn category(c: NodeCategory) -> &'static str {
+    match c {
+        NodeCategory::Vote => "Vote",
+        NodeCategory::Timeout => "Timeout",
+        NodeCategory::Connection => "Connection",
+        NodeCategory::Auth => "Auth",
+        NodeCategory::Script => "Script",
+        NodeCategory::Misconfigured => "Misconfigured",
+        NodeCategory::Quarantined => "Quarantined",
+        NodeCategory::Server => "Server",
+        _ => "Unknown",
+    }
+}
+
+/// The entries of a report.
+pub(crate) fn nodes(report: &Report) -> Vec<NodeEntry> {
+    report
+        .nodes()
+        .iter()
+        .map(|n| NodeEntry {
+            index: u32::try_from(n.index).unwrap_or(u32::MAX),
+            address: n.address.clone(),
+            latency_us: n.latency.map(|d| d.as_micros() as f64),
+            kind: n.kind.as_str().to_owned(),
+            category: category(n.kind.category()).to_owned(),
+            detail: n.detail.clone(),
+        })
+        .collect()
+}
+
+impl From<&Error> for NativeError {
+    fn from(e: &Error) -> Self {
+        NativeError {
+            code: code(e.kind()).to_owned(),
+            message: e.to_string(),
+            attempts: e.attempts(),
+            validity_ms: e.validity_us().map(|us| us as f64 / 1000.0),
+            lost_reason: e.lost_reason().map(|r| r.as_str().to_owned()),
+            nodes: nodes(e.report()),
+        }
+    }
+}
+
+impl NativeError {
+    /// A `QL_INVALID` error for input the binding itself refuses (nothing was sent).
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
+        Self::bare("QL_INVALID", message.into())
+    }
+
+    /// A `QL_INTERNAL` error: a panic in an engine task, or a runtime that cannot start.
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
+        Self::bare(INTERNAL, message.into())
+    }
+
+    fn bare(code: &str, message: String) -> Self {
+        NativeError {
+            code: code.to_owned(),
+            message: format!("{code}: {message}"),
+            attempts: 0,
+            validity_ms: None,
+            lost_reason: None,
+            nodes: Vec::new(),
+        }
+    }
+}
+
+/// A task on the shared runtime ended without an answer (it panicked or was aborted).
+pub(crate) fn join_error(e: &JoinError) -> NativeError {
+    NativeError::internal(format!("an engine task failed ({e}); this is a bug"))
+}
+
+/// One core kind and the code the binding gives it.
+#[napi(object, object_from_js = false)]
+pub struct KindCode {
+    /// The core name (`ErrorKind::as_str`).
+    pub kind: String,
+    /// The code `QuorumlockError.code` carries for it.
+    pub code: String,
+}
+
+/// Every core error kind with its code, for the test that no kind falls back to
+/// `QL_INTERNAL`.
+#[napi(catch_unwind)]
+pub fn error_kinds() -> Vec<KindCode> {
+    ErrorKind::ALL
+        .iter()
+        .map(|&k| KindCode {
+            kind: k.as_str().to_owned(),
+            code: code(k).to_owned(),
+        })
+        .collect()
+}

@@ -1,0 +1,58 @@
+// Type test (tsc --noEmit): the public API as a TypeScript 5.2+ user writes it.
+import { Client, ERROR_CODES, QuorumlockError, type ErrorCode, type Lock, type ReleaseReport } from 'quorumlock'
+import Redlock, { ExecutionError, ResourceLockedError, type RedlockAbortSignal } from 'quorumlock/compat'
+
+const client = await Client.connect({ nodes: ['redis://127.0.0.1:6379'], ttlMs: 5000, retryCount: 3 })
+
+{
+  await using lock = await client.acquire(['invoice:7'], { ttlMs: 10_000, signal: AbortSignal.timeout(2000) })
+  const remaining: number = lock.remainingMs
+  const value: string = lock.value
+  const extended: Lock = await lock.extend(10_000)
+  lock.signal.addEventListener('abort', () => console.log('lost', lock.signal.reason))
+  void [remaining, value, extended]
+}
+
+const total: number = await client.using('invoice:8', { ttlMs: 2000 }, async (lock) => {
+  if (lock.signal.aborted) throw lock.signal.reason
+  return 42
+})
+
+try {
+  const lock = await client.acquire('x')
+  const report: ReleaseReport = await lock.release()
+  console.log(report.wasHeldByQuorum, report.nodes.map((n) => n.kind))
+} catch (e) {
+  if (e instanceof QuorumlockError) {
+    const code: ErrorCode = e.code
+    console.log(code, e.attempts, e.nodes.length, ERROR_CODES.includes(code))
+  }
+}
+
+// @ts-expect-error durations are named ttlMs
+await client.acquire('x', { ttl: 5 })
+// @ts-expect-error resources are strings or bytes
+await client.acquire(42)
+
+await using disposableClient = new Client(['redis://127.0.0.1:6379'])
+void disposableClient
+
+const redlock = new Redlock([{ options: { host: 'a.redis.example.com', port: 6379 } }, 'redis://b:6379'], {
+  retryCount: 10,
+  automaticExtensionThreshold: 500,
+})
+redlock.on('error', (error: Error) => {
+  if (error instanceof ResourceLockedError) return
+  console.error(error)
+})
+await redlock.using(['a', 'b'], 5000, async (signal: RedlockAbortSignal) => {
+  if (signal.aborted) throw signal.error
+})
+let lock = await redlock.acquire(['a'], 5000)
+lock = await lock.extend(5000)
+await lock.release()
+try {
+  await redlock.acquire(['a'], 5000)
+} catch (e) {
+  if (e instanceof ExecutionError) console.log(e.attempts.length, total)
+}
