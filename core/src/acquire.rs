@@ -13,6 +13,7 @@ use crate::client::Inner;
 use crate::clock::MonoTime;
 use crate::config::LockOptions;
 use crate::error::{Error, ErrorKind, Result};
+use crate::fencing;
 use crate::lock::{Grant, Lock};
 use crate::quorum::{self, Decide};
 use crate::report::{NodeKind, Report};
@@ -110,6 +111,15 @@ pub(crate) async fn acquire(
     let min_validity_us =
         i64::try_from(opts.effective_min_validity(ttl).as_micros()).unwrap_or(i64::MAX);
     let q = inner.quorum();
+    let fenced = opts.fenced;
+    let all_keys = if fenced {
+        fencing::with_counters(&keys)
+    } else {
+        keys.clone()
+    };
+    let counter_ttl_ms = opts
+        .fence_counter_ttl
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     let start = MonoTime::now();
     let mut attempt: u32 = 0;
     loop {
@@ -122,10 +132,25 @@ pub(crate) async fn acquire(
             timeout: node_timeout,
         };
         let value: Arc<str> = guard.value.clone().unwrap_or_else(|| Arc::from(""));
+        let slots = fenced.then(|| fencing::slots(inner.nodes.len()));
         let t1 = MonoTime::now();
         let round = quorum::round(&inner.nodes, node_timeout, Decide::AtQuorum, |node| {
-            let (keys, value) = (keys.clone(), value.clone());
-            async move { node.acquire(&keys, &value, ttl_ms).await }
+            let (keys, value, slots) = (all_keys.clone(), value.clone(), slots.clone());
+            async move {
+                let Some(slots) = slots else {
+                    return node.acquire(&keys, &value, ttl_ms).await;
+                };
+                match node
+                    .fenced_acquire(&keys, &value, ttl_ms, counter_ttl_ms)
+                    .await?
+                {
+                    Some(tokens) => {
+                        fencing::record(&slots, node.index, tokens);
+                        Ok(NodeKind::Ok)
+                    }
+                    None => Ok(NodeKind::HeldByOther),
+                }
+            }
         })
         .instrument(span);
         let round = tokio::select! {
@@ -133,10 +158,27 @@ pub(crate) async fn acquire(
             round = round => round,
             () = cancelled(cancel) => return Err(cancel_now(guard.spawn(), attempt).await),
         };
+        let mut round = round;
+        let votes = round.count(NodeKind::Ok);
+        let mut tokens = None;
+        if let Some(slots) = &slots
+            && votes >= q
+        {
+            let settled = fencing::settle(
+                inner,
+                &mut round,
+                slots,
+                &all_keys,
+                &value,
+                node_timeout,
+                counter_ttl_ms,
+            );
+            tokens = settled.await;
+        }
+        let fence_failed = fenced && tokens.is_none();
         let t2 = MonoTime::now();
         let v = quorum::validity_us(ttl, t2 - t1, drift);
-        let votes = round.count(NodeKind::Ok);
-        if votes >= q && v > 0 && v >= min_validity_us {
+        if votes >= q && !fence_failed && v > 0 && v >= min_validity_us {
             let value = guard.disarm().unwrap_or(value);
             tracing::debug!(attempt, validity_us = v, "acquired");
             return Ok(Lock::new(Grant {
@@ -150,9 +192,12 @@ pub(crate) async fn acquire(
                 valid_until: t1 + (ttl - drift),
                 attempts: attempt,
                 report: round.into_report(),
+                tokens,
             }));
         }
-        let kind = if votes >= q {
+        let kind = if votes >= q && fence_failed {
+            ErrorKind::QuorumNotReached
+        } else if votes >= q {
             ErrorKind::ValidityTooShort
         } else {
             quorum::classify_failure(&round)

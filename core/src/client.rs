@@ -235,6 +235,7 @@ impl ClientBuilder {
             drift_factor: self.drift_factor,
             drift_constant: self.drift_constant,
             max_ttl: self.max_ttl,
+            quarantine_period: self.max_ttl + self.quarantine_margin,
         };
         timing.check(&self.defaults, self.defaults.ttl)?;
         Ok((timing, clients))
@@ -260,7 +261,7 @@ impl ClientBuilder {
         let checks = Arc::new(Checks {
             connect_timeout: self.connect_timeout,
             quarantine: self.quarantine,
-            quarantine_period: timing.max_ttl + self.quarantine_margin,
+            quarantine_period: timing.quarantine_period,
             eviction: self.eviction_check,
         });
         let run_ids = Arc::new(RunIds::new(clients.len()));

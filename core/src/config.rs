@@ -82,6 +82,8 @@ pub struct LockOptions {
     pub(crate) extend_interval: Option<Duration>,
     pub(crate) max_extensions: Option<u32>,
     pub(crate) max_hold: Option<Duration>,
+    pub(crate) fenced: bool,
+    pub(crate) fence_counter_ttl: Option<Duration>,
 }
 
 impl Default for LockOptions {
@@ -98,6 +100,8 @@ impl Default for LockOptions {
             extend_interval: None,
             max_extensions: None,
             max_hold: None,
+            fenced: false,
+            fence_counter_ttl: None,
         }
     }
 }
@@ -167,6 +171,24 @@ impl LockOptions {
         self
     }
 
+    /// Return a fencing token with the lock: a 64-bit number strictly greater than every
+    /// token returned before for the same resource (REDLOCK.md §7). Costs one counter key
+    /// per resource and node and a `TIME` call per acquisition; default off.
+    pub fn fenced(mut self, on: bool) -> Self {
+        self.fenced = on;
+        self
+    }
+    /// Let the fencing counters expire after this long without writes (default: never).
+    /// Must be at least `max_ttl + quarantine_margin`; a day or more is recommended.
+    pub fn fence_counter_ttl(mut self, d: Duration) -> Self {
+        self.fence_counter_ttl = Some(d);
+        self
+    }
+    /// Whether acquisitions are fenced.
+    pub fn get_fenced(&self) -> bool {
+        self.fenced
+    }
+
     /// The TTL.
     pub fn get_ttl(&self) -> Duration {
         self.ttl
@@ -225,6 +247,8 @@ pub(crate) struct Timing {
     pub(crate) drift_factor: f64,
     pub(crate) drift_constant: Duration,
     pub(crate) max_ttl: Duration,
+    /// `Qp = max_ttl + quarantine_margin`.
+    pub(crate) quarantine_period: Duration,
 }
 
 impl Timing {
@@ -259,6 +283,14 @@ impl Timing {
         }
         if opts.effective_node_timeout(ttl).is_zero() {
             return Err(Error::invalid("node_timeout must be positive"));
+        }
+        if let Some(c) = opts.fence_counter_ttl
+            && c < self.quarantine_period
+        {
+            return Err(Error::invalid(format!(
+                "fence_counter_ttl {c:?} must be at least max_ttl + quarantine_margin ({:?})",
+                self.quarantine_period
+            )));
         }
         if opts.auto_extend && opts.effective_extend_interval(ttl).is_zero() {
             return Err(Error::invalid("extend_interval must be positive"));
@@ -305,6 +337,7 @@ mod tests {
             drift_factor: DEFAULT_DRIFT_FACTOR,
             drift_constant: DEFAULT_DRIFT_CONSTANT,
             max_ttl: DEFAULT_MAX_TTL,
+            quarantine_period: DEFAULT_MAX_TTL + DEFAULT_QUARANTINE_MARGIN,
         }
     }
 

@@ -31,6 +31,7 @@ mod client;
 pub mod clock;
 mod config;
 mod error;
+mod fencing;
 mod lock;
 mod node;
 mod quorum;
@@ -53,6 +54,12 @@ pub use error::{Error, ErrorKind, LostReason, Result};
 pub use lock::{Lock, LostSignal};
 pub use report::{NodeCategory, NodeKind, NodeResult, Report};
 pub use value::{MIN_GIVEN_HEX, VALUE_BYTES};
+
+/// FENCE-CHECK, a Lua script for a protected resource kept in Redis (REDLOCK.md §7.9):
+/// `EVAL <script> 1 <fence key> <token>` returns 1 and stores the token when it is at least
+/// the highest seen, and 0 (a stale holder: stop) otherwise. Run it in the same atomic step
+/// as the protected write, e.g. in a `MULTI` with it or inside your own script.
+pub const FENCE_CHECK_SCRIPT: &str = node::scripts::FENCE_CHECK;
 
 /// The crate version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -27,6 +27,8 @@ pub(crate) struct Grant {
     pub(crate) valid_until: MonoTime,
     pub(crate) attempts: u32,
     pub(crate) report: Report,
+    /// Fencing tokens, one per resource in sorted order, for fenced acquisitions.
+    pub(crate) tokens: Option<Vec<u64>>,
 }
 
 enum Phase {
@@ -124,6 +126,18 @@ impl Lock {
     /// the protected resource or for [`crate::Client::release_value`].
     pub fn value(&self) -> &str {
         &self.shared.grant.value
+    }
+    /// The fencing token of a fenced acquisition (of its first resource, in sorted order):
+    /// strictly greater than every token returned before for that resource. Pass it to the
+    /// protected resource, which accepts only tokens at least as high as the highest it has
+    /// seen (for a resource kept in Redis: [`crate::FENCE_CHECK_SCRIPT`]). `None` when the
+    /// lock was not acquired with [`LockOptions::fenced`].
+    pub fn token(&self) -> Option<u64> {
+        self.shared.grant.tokens.as_ref()?.first().copied()
+    }
+    /// The fencing tokens, one per resource in [`resources`](Self::resources) order.
+    pub fn tokens(&self) -> Option<&[u64]> {
+        self.shared.grant.tokens.as_deref()
     }
     /// The TTL the lock was acquired with.
     pub fn ttl(&self) -> Duration {

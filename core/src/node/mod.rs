@@ -31,6 +31,9 @@ pub(crate) type NodeFailure = (NodeKind, String);
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Traffic {
     Lock,
+    /// Fenced lock traffic: like `Lock`, and a node whose uptime could not be read counts
+    /// as quarantined unless the quarantine is off (REDLOCK.md §7.4).
+    Fenced,
     Any,
 }
 
@@ -208,7 +211,14 @@ impl Node {
                 });
             }
         };
-        if traffic == Traffic::Lock {
+        if traffic == Traffic::Fenced && link.probe.uptime_unknown {
+            return Err((
+                NodeKind::Quarantined,
+                "the node's uptime cannot be read (INFO refused); fenced locks do not count it"
+                    .to_owned(),
+            ));
+        }
+        if traffic != Traffic::Any {
             if let Some(f) = &link.probe.unusable {
                 return Err(f.clone());
             }

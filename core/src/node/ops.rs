@@ -115,3 +115,63 @@ impl Node {
 fn unexpected(reply: &Value) -> NodeFailure {
     (NodeKind::Protocol, format!("unexpected reply: {reply:?}"))
 }
+
+impl Node {
+    /// FENCED-ACQUIRE on this node. `keys` holds the lock keys followed by their counter
+    /// keys. `Ok(Some(tokens))` is a vote for with one new counter per resource;
+    /// `Ok(None)` a key held by another owner.
+    pub(crate) async fn fenced_acquire(
+        &self,
+        keys: &[Vec<u8>],
+        value: &str,
+        ttl_ms: u64,
+        counter_ttl_ms: u64,
+    ) -> Result<Option<Vec<u64>>, NodeFailure> {
+        let (ttl, counter_ttl) = (ttl_ms.to_string(), counter_ttl_ms.to_string());
+        let reply = self
+            .eval(
+                &scripts::FENCED_ACQUIRE,
+                keys,
+                &[value.as_bytes(), ttl.as_bytes(), counter_ttl.as_bytes()],
+                Traffic::Fenced,
+            )
+            .await?;
+        match &reply {
+            Value::Int(0) | Value::Nil => Ok(None),
+            Value::Array(items) if items.len() * 2 == keys.len() => items
+                .iter()
+                .map(|v| match v {
+                    Value::Int(t) if *t > 0 => u64::try_from(*t).ok(),
+                    _ => None,
+                })
+                .collect::<Option<Vec<u64>>>()
+                .map(Some)
+                .ok_or_else(|| unexpected(&reply)),
+            _ => Err(unexpected(&reply)),
+        }
+    }
+
+    /// RAISE on this node (fencing phase 2): `Ok` when our keys are still there and the
+    /// counters are now at least `tokens`; `NotHeld` (nothing written) otherwise.
+    pub(crate) async fn raise(
+        &self,
+        keys: &[Vec<u8>],
+        value: &str,
+        tokens: &[u64],
+        counter_ttl_ms: u64,
+    ) -> Result<NodeKind, NodeFailure> {
+        let mut args: Vec<String> = Vec::with_capacity(tokens.len() + 2);
+        args.push(value.to_owned());
+        args.extend(tokens.iter().map(u64::to_string));
+        args.push(counter_ttl_ms.to_string());
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        match self
+            .eval(&scripts::RAISE, keys, &args, Traffic::Fenced)
+            .await?
+        {
+            Value::Int(1) => Ok(NodeKind::Ok),
+            Value::Int(0) => Ok(NodeKind::NotHeld),
+            other => Err(unexpected(&other)),
+        }
+    }
+}

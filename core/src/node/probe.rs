@@ -33,6 +33,8 @@ pub(crate) struct Probe {
     pub(crate) ready_at: MonoTime,
     /// Why the node must never carry lock traffic on this connection, if so.
     pub(crate) unusable: Option<NodeFailure>,
+    /// `INFO` was refused while the quarantine is on: fenced locks skip the node.
+    pub(crate) uptime_unknown: bool,
 }
 
 async fn send(mux: &mut MultiplexedConnection, cmd: &redis::Cmd) -> RedisResult<Value> {
@@ -51,6 +53,7 @@ pub(crate) async fn probe(mux: &mut MultiplexedConnection, checks: &Checks) -> R
         uptime: Duration::ZERO,
         ready_at: now,
         unusable: None,
+        uptime_unknown: false,
     };
     if checks.quarantine == Quarantine::Off && checks.eviction == EvictionCheck::Off {
         return Ok(probe);
@@ -74,6 +77,7 @@ pub(crate) async fn probe(mux: &mut MultiplexedConnection, checks: &Checks) -> R
         }
     }
     let Some(info) = info else {
+        probe.uptime_unknown = checks.quarantine != Quarantine::Off;
         if checks.quarantine == Quarantine::Strict {
             probe.unusable = Some((
                 NodeKind::NoPermission,

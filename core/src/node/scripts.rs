@@ -44,6 +44,14 @@ impl Script {
 /// ACQUIRE-MULTI: all keys of a set or none.
 pub(crate) static ACQUIRE_MULTI: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/acquire_multi.lua")));
+/// FENCED-ACQUIRE: take the set and advance its fencing counters.
+pub(crate) static FENCED_ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/fenced_acquire.lua")));
+/// RAISE: owner-checked lift of lagging counters (fencing phase 2).
+pub(crate) static RAISE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/raise.lua")));
+/// The source of FENCE-CHECK, for protected resources kept in Redis.
+pub(crate) const FENCE_CHECK: &str = include_str!("lua/fence_check.lua");
 /// RELEASE of a single key: compare-and-delete returning 1 / 0 / -1.
 pub(crate) static RELEASE_ONE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/release_one.lua")));
