@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 
 use crate::cancel::CancelToken;
-use crate::config::{self, EvictionCheck, LockOptions, Quarantine, Timing};
+use crate::config::{self, EvictionCheck, KeyFormat, LockOptions, Quarantine, Timing};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::Lock;
 use crate::node::probe::Checks;
@@ -21,6 +21,7 @@ pub(crate) struct Inner {
     pub(crate) nodes: Vec<Arc<Node>>,
     pub(crate) timing: Timing,
     pub(crate) prefix: Vec<u8>,
+    pub(crate) key_format: KeyFormat,
     pub(crate) defaults: LockOptions,
     pub(crate) runtime: Handle,
     pid: u32,
@@ -43,13 +44,18 @@ impl Inner {
         }
     }
 
-    /// `<prefix>{<resource>}`.
+    /// `<prefix>{<resource>}`, or `<prefix><resource>` with [`KeyFormat::Bare`].
     pub(crate) fn key(&self, resource: &[u8]) -> Vec<u8> {
         let mut k = Vec::with_capacity(self.prefix.len() + resource.len() + 2);
         k.extend_from_slice(&self.prefix);
-        k.push(b'{');
-        k.extend_from_slice(resource);
-        k.push(b'}');
+        match self.key_format {
+            KeyFormat::Braced => {
+                k.push(b'{');
+                k.extend_from_slice(resource);
+                k.push(b'}');
+            }
+            KeyFormat::Bare => k.extend_from_slice(resource),
+        }
         k
     }
 }
@@ -99,6 +105,7 @@ pub struct ClientBuilder {
     max_ttl: Duration,
     connect_timeout: Duration,
     key_prefix: Vec<u8>,
+    key_format: KeyFormat,
     defaults: LockOptions,
     require_quorum: bool,
     quarantine: Quarantine,
@@ -115,6 +122,7 @@ impl Default for ClientBuilder {
             max_ttl: config::DEFAULT_MAX_TTL,
             connect_timeout: config::DEFAULT_CONNECT_TIMEOUT,
             key_prefix: config::DEFAULT_KEY_PREFIX.as_bytes().to_vec(),
+            key_format: KeyFormat::default(),
             defaults: LockOptions::default(),
             require_quorum: false,
             quarantine: Quarantine::default(),
@@ -171,6 +179,13 @@ impl ClientBuilder {
     /// Key prefix (default `quorumlock:`); lock keys are `<prefix>{<resource>}`.
     pub fn key_prefix(mut self, prefix: impl AsRef<[u8]>) -> Self {
         self.key_prefix = prefix.as_ref().to_vec();
+        self
+    }
+    /// How resource names become keys (default [`KeyFormat::Braced`]). Compatibility layers
+    /// use [`KeyFormat::Bare`] with an empty prefix to share keys with the libraries they
+    /// replace.
+    pub fn key_format(mut self, format: KeyFormat) -> Self {
+        self.key_format = format;
         self
     }
     /// Default options for [`Client::acquire`].
@@ -286,6 +301,7 @@ impl ClientBuilder {
             nodes,
             timing,
             prefix: self.key_prefix,
+            key_format: self.key_format,
             defaults: self.defaults,
             runtime,
             pid: std::process::id(),

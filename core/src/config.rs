@@ -29,6 +29,19 @@ pub const MAX_RESOURCE_LEN: usize = 1024;
 /// `max_ttl` (REDLOCK.md §8.2).
 pub const DEFAULT_QUARANTINE_MARGIN: Duration = Duration::from_secs(5);
 
+/// How a resource name becomes a Redis key (REDLOCK.md §2.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeyFormat {
+    /// `<prefix>{<resource>}`: the braces keep a lock key and its fencing counter in one
+    /// Redis Cluster hash slot whatever the name contains.
+    #[default]
+    Braced,
+    /// `<prefix><resource>`: with an empty prefix, the bare resource name, as redlock-py,
+    /// aioredlock and node-redlock use; for compatibility layers sharing keys with them.
+    Bare,
+}
+
 /// Restart quarantine mode (REDLOCK.md §8.2).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]

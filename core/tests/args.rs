@@ -239,3 +239,31 @@ fn public_futures_are_send(c: Client, l: quorumlock::Lock, t: quorumlock::Cancel
     send(l.release());
     send(l.lost_signal().wait());
 }
+
+#[tokio::test]
+async fn bare_keys_share_names_with_other_libraries() {
+    let c = cluster(1);
+    let client = Client::builder()
+        .nodes(c.urls())
+        .key_prefix("")
+        .key_format(quorumlock::KeyFormat::Bare)
+        .lock_options(opts(5_000))
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(client.key("orders"), b"orders".to_vec());
+    let lock = client.acquire(["orders"]).await.unwrap();
+    assert_eq!(get(&c, 0, b"orders").unwrap(), lock.value().as_bytes());
+    lock.release().await.unwrap();
+    let braced = client_with_prefix(&c, "app:").await;
+    assert_eq!(braced.key("orders"), b"app:{orders}".to_vec());
+}
+
+async fn client_with_prefix(c: &Cluster, prefix: &str) -> Client {
+    Client::builder()
+        .nodes(c.urls())
+        .key_prefix(prefix)
+        .connect()
+        .await
+        .unwrap()
+}
