@@ -149,6 +149,50 @@ typedef uint32_t quorumlock_lost_reason;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// Restart quarantine modes (`quorumlock_config_set_quarantine`); numbers are stable.
+enum quorumlock_quarantine
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // A node without durable writes is not counted until it has been up for max TTL +
+  // quarantine margin; a node that refuses `INFO` is counted, with a warning (default).
+  QL_QUARANTINE_ON = 0,
+  // As `QL_QUARANTINE_ON`, but a node that refuses `INFO` is never counted.
+  QL_QUARANTINE_STRICT = 1,
+  // No checks: only for nodes whose operators delay restarts themselves.
+  QL_QUARANTINE_OFF = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum quorumlock_quarantine quorumlock_quarantine;
+#else
+typedef uint32_t quorumlock_quarantine;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+// What to do with a node whose eviction policy can remove lock keys
+// (`quorumlock_config_set_eviction_check`); numbers are stable.
+enum quorumlock_eviction_check
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // Exclude the node, reported as `QL_NODE_EVICTION_POLICY` (default).
+  QL_EVICTION_REFUSE = 0,
+  // Count the node and log a warning.
+  QL_EVICTION_WARN = 1,
+  // Skip the check.
+  QL_EVICTION_OFF = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum quorumlock_eviction_check quorumlock_eviction_check;
+#else
+typedef uint32_t quorumlock_eviction_check;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
 // A cancellation handle for acquisitions.
 typedef struct quorumlock_cancel quorumlock_cancel;
 
@@ -270,6 +314,30 @@ quorumlock_result quorumlock_config_set_key_prefix(quorumlock_config *cfg,
 // `cfg` is NULL or a live configuration.
 quorumlock_result quorumlock_config_set_require_quorum(quorumlock_config *cfg,
                                                        bool on);
+
+// Sets the restart quarantine mode (`QL_QUARANTINE_*`, default `QL_QUARANTINE_ON`) and,
+// when `margin_ms` is not 0, the margin a fresh non-durable node stays out beyond the max
+// TTL (default 5000). `QL_INVALID` for an unknown mode.
+//
+// Thread safety: a configuration must not be changed from two threads at once.
+// Blocking: never blocks.
+//
+// # Safety
+// `cfg` is NULL or a live configuration.
+quorumlock_result quorumlock_config_set_quarantine(quorumlock_config *cfg,
+                                                   uint32_t mode,
+                                                   uint64_t margin_ms);
+
+// Sets the eviction-policy check (`QL_EVICTION_*`, default `QL_EVICTION_REFUSE`).
+// `QL_INVALID` for an unknown mode.
+//
+// Thread safety: a configuration must not be changed from two threads at once.
+// Blocking: never blocks.
+//
+// # Safety
+// `cfg` is NULL or a live configuration.
+quorumlock_result quorumlock_config_set_eviction_check(quorumlock_config *cfg,
+                                                       uint32_t mode);
 
 // Copies `opts` (callback included) as the client's defaults, used when an acquire
 // function gets NULL options.
@@ -432,6 +500,65 @@ quorumlock_result quorumlock_error_node_address(const quorumlock_error *err,
 // Thread safety: safe from any thread.
 // Blocking: never blocks.
 const char *quorumlock_node_kind_name(uint32_t kind);
+
+// Turns fenced acquisition on or off (default off). A fenced lock carries a 64-bit token
+// per resource, strictly greater than every token returned before for that resource
+// (`quorumlock_lock_token`). `counter_ttl_ms` lets the per-resource counters expire after
+// that long without writes (0: never; otherwise at least max TTL + quarantine margin,
+// checked when acquiring, `QL_INVALID` otherwise).
+//
+// Thread safety: options must not be changed from two threads at once.
+// Blocking: never blocks.
+//
+// # Safety
+// `opts` is NULL or live options.
+quorumlock_result quorumlock_lock_options_set_fenced(quorumlock_lock_options *opts,
+                                                     bool on,
+                                                     uint64_t counter_ttl_ms);
+
+// Writes the fencing token of the lock's first resource (in sorted order) to `*out`. Pass
+// it to the protected resource, which must refuse tokens lower than the highest it has
+// seen (for a resource in Redis: `quorumlock_fence_check_script`). `QL_INVALID` when the
+// lock was not acquired fenced, or for NULL.
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+//
+// # Safety
+// `lock` is NULL or a live lock; `out` is NULL or writable.
+quorumlock_result quorumlock_lock_token(const quorumlock_lock *lock,
+                                        uint64_t *out);
+
+// Number of fencing tokens: one per resource of a fenced lock, 0 for an unfenced lock
+// and for NULL.
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+//
+// # Safety
+// `lock` is NULL or a live lock.
+size_t quorumlock_lock_token_count(const quorumlock_lock *lock);
+
+// Writes the fencing token of resource `index` (in sorted resource order) to `*out`.
+// `QL_INVALID` when the lock was not acquired fenced, `index` is out of range, or for NULL.
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+//
+// # Safety
+// `lock` is NULL or a live lock; `out` is NULL or writable.
+quorumlock_result quorumlock_lock_token_at(const quorumlock_lock *lock,
+                                           size_t index,
+                                           uint64_t *out);
+
+// The Lua source of the fence check for a resource kept in Redis (a static, NUL-terminated
+// string; never free it): `EVAL <script> 1 <fence key> <token>` returns 1 and stores the
+// token when it is at least the highest seen, 0 (a stale holder: stop) otherwise. Run it
+// in the same atomic step as the protected write (REDLOCK.md §7.9).
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+const char *quorumlock_fence_check_script(void);
 
 // Creates options with the defaults of REDLOCK.md §11 (TTL 10 s, 3 retries, delay 100 ms
 // plus jitter up to 200 ms, no auto-extension).

@@ -129,6 +129,11 @@ class LockOptions {
   LockOptions &auto_extend(bool on, std::chrono::milliseconds interval = {}) {
     return set(quorumlock_lock_options_set_auto_extend(p_.get(), on, count(interval)));
   }
+  /// Fenced acquisition: the lock carries tokens (Lock::token). `counter_ttl` zero keeps
+  /// the counters forever.
+  LockOptions &fenced(bool on = true, std::chrono::milliseconds counter_ttl = {}) {
+    return set(quorumlock_lock_options_set_fenced(p_.get(), on, count(counter_ttl)));
+  }
   const quorumlock_lock_options *get() const noexcept { return p_.get(); }
 
  private:
@@ -172,6 +177,20 @@ class Lock {
     detail::check(quorumlock_lock_value(p_.get(), s.data(), n + 1, &n), nullptr);
     return s;
   }
+  /// The fencing token of the first resource; empty unless acquired fenced.
+  std::optional<uint64_t> token() const noexcept {
+    uint64_t t = 0;
+    if (quorumlock_lock_token(p_.get(), &t) != QL_OK) return std::nullopt;
+    return t;
+  }
+  /// The fencing tokens, one per resource in sorted order; empty unless acquired fenced.
+  std::vector<uint64_t> tokens() const {
+    std::vector<uint64_t> all(quorumlock_lock_token_count(p_.get()));
+    for (size_t i = 0; i < all.size(); i++) {
+      detail::check(quorumlock_lock_token_at(p_.get(), i, &all[i]), nullptr);
+    }
+    return all;
+  }
   /// Extends to `ttl` from now; throws on failure (QL_LOST, QL_QUORUM, ...).
   void extend(std::chrono::milliseconds ttl) {
     quorumlock_error *err = nullptr;
@@ -197,9 +216,11 @@ class Lock {
 /// A client over N independent Redis masters. Move-only.
 class Client {
  public:
-  /// Connects to `urls`; blocks up to twice `connect_timeout`.
+  /// Connects to `urls`; blocks up to twice `connect_timeout`. `quarantine` is a
+  /// QL_QUARANTINE_* mode.
   explicit Client(const std::vector<std::string> &urls,
-                  std::chrono::milliseconds connect_timeout = std::chrono::seconds(1)) {
+                  std::chrono::milliseconds connect_timeout = std::chrono::seconds(1),
+                  uint32_t quarantine = QL_QUARANTINE_ON) {
     quorumlock_config *raw = nullptr;
     detail::check(quorumlock_config_new(&raw), nullptr);
     std::unique_ptr<quorumlock_config, detail::Deleter<quorumlock_config, quorumlock_config_free>>
@@ -211,6 +232,7 @@ class Client {
     detail::check(quorumlock_config_set_connect_timeout_ms(
                       cfg.get(), static_cast<uint64_t>(connect_timeout.count())),
                   nullptr);
+    detail::check(quorumlock_config_set_quarantine(cfg.get(), quarantine, 0), nullptr);
     quorumlock_client *c = nullptr;
     quorumlock_error *err = nullptr;
     detail::check(quorumlock_client_new(cfg.get(), &c, &err), &err);
@@ -259,6 +281,10 @@ class Client {
   std::unique_ptr<quorumlock_client, detail::Deleter<quorumlock_client, quorumlock_client_free>>
       p_;
 };
+
+/// The Lua source of the fence check for a resource kept in Redis (static; never freed):
+/// `EVAL <script> 1 <fence key> <token>` returns 1 when the token is current, 0 when stale.
+inline const char *fence_check_script() noexcept { return quorumlock_fence_check_script(); }
 
 }  // namespace quorumlock
 

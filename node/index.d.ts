@@ -25,6 +25,14 @@ export declare const ERROR_CODES: readonly ErrorCode[]
 /** The package version. */
 export declare const VERSION: string
 
+/**
+ * Lua source of the fence check for a protected resource kept in Redis:
+ * `EVAL <script> 1 <fence key> <token>` returns 1 and stores the token when it is at least the
+ * highest seen, 0 (a stale holder: stop) otherwise. Run it in the same atomic step as the
+ * protected write.
+ */
+export declare const FENCE_CHECK_SCRIPT: string
+
 /** One node's entry of a report. */
 export interface NodeEntry {
   /** 0-based index in configuration order. */
@@ -39,6 +47,42 @@ export interface NodeEntry {
   readonly category: string
   /** The server's or the socket's text for error kinds. */
   readonly detail?: string
+}
+
+/** One node's answer to `client.ping()`. */
+export interface NodeInfo {
+  /** 0-based index in configuration order. */
+  readonly index: number
+  /** `host:port/db`, never with credentials. */
+  readonly address: string
+  /** `'Ok'`, or the node kind that made the node unusable. */
+  readonly kind?: string
+  /** Error text, when `kind` is an error. */
+  readonly detail?: string
+  /** Round trip of a `PING` in (fractional) milliseconds. */
+  readonly latencyMs?: number
+  /** `redis_version`. */
+  readonly version?: string
+  /** `run_id`: changes on every restart. */
+  readonly runId?: string
+  /** Time since the server started, in milliseconds. */
+  readonly uptimeMs?: number
+  /** `'master'` or `'slave'`. */
+  readonly role?: string
+  /** `maxmemory` in bytes (0 = unlimited). */
+  readonly maxmemory?: number
+  /** `maxmemory-policy`. */
+  readonly maxmemoryPolicy?: string
+  /** Persistence settings; absent when `CONFIG` is refused. */
+  readonly persistence?: {
+    readonly appendonly: boolean
+    readonly appendfsync: string
+    readonly noAppendfsyncOnRewrite: boolean
+  }
+  /** True when every acknowledged write is on disk (may serve again at once after a restart). */
+  readonly durable: boolean
+  /** Problems an operator should fix, in plain words. */
+  readonly warnings: string[]
 }
 
 /** What a release did on each node. */
@@ -89,6 +133,16 @@ export interface LockOptions {
   maxExtensions?: number
   /** Cap on the total holding time. */
   maxHoldMs?: number
+  /**
+   * Return fencing tokens with the lock (`lock.token`): strictly greater than every token
+   * returned before for the same resource. Costs a counter key per resource and node.
+   */
+  fenced?: boolean
+  /**
+   * Let the fencing counters expire after this long without writes (default: never); at least
+   * maxTtlMs + quarantineMarginMs, a day or more recommended.
+   */
+  fenceCounterTtlMs?: number
 }
 
 /** Options of `acquire()`: lock options plus an AbortSignal that cancels a pending acquisition. */
@@ -112,6 +166,20 @@ export interface ClientOptions extends LockOptions {
   keyPrefix?: string
   /** Fail `Client.connect` unless a quorum of nodes connected (default false). */
   requireQuorum?: boolean
+  /**
+   * Restart quarantine (default `'on'`): a node without durable writes is not counted until
+   * it has been up for maxTtlMs + quarantineMarginMs; `'strict'` also excludes nodes that
+   * refuse INFO; `'off'` skips the check (only for nodes whose restarts are delayed by their
+   * operators).
+   */
+  quarantine?: 'on' | 'strict' | 'off'
+  /** Extra time beyond maxTtlMs a fresh non-durable node stays out (default 5000). */
+  quarantineMarginMs?: number
+  /**
+   * Nodes whose eviction policy can remove lock keys: `'refuse'` (default; excluded and
+   * reported as EvictionPolicy), `'warn'` (counted, with a warning) or `'off'`.
+   */
+  evictionCheck?: 'refuse' | 'warn' | 'off'
 }
 
 /** One or more resource names. */
@@ -124,6 +192,13 @@ export declare class Lock {
   readonly resources: ReadonlyArray<string | Uint8Array>
   /** The random value (40 hex characters) stored in the keys. */
   readonly value: string
+  /**
+   * The fencing token (of the first resource in sorted order) of a lock acquired with
+   * `fenced: true`; null when not fenced. A bigint: tokens exceed 2^53.
+   */
+  readonly token: bigint | null
+  /** The fencing tokens, one per resource in sorted order; null when not fenced. */
+  readonly tokens: bigint[] | null
   /** The TTL the lock was acquired with. */
   readonly ttlMs: number
   /** Attempts the acquisition took. */
@@ -165,6 +240,11 @@ export declare class Client {
   readonly addresses: string[]
   /** The Redis key of a resource (once connected). */
   key(resource: string | Uint8Array): Buffer
+  /**
+   * Pings every node and reads its settings, one entry per node; rejects with a
+   * QuorumlockError when fewer than a quorum answer.
+   */
+  ping(): Promise<NodeInfo[]>
   /** Acquires a lock on one or more resources (all or nothing). */
   acquire(resources: Resources, options?: AcquireOptions): Promise<Lock>
   /** Acquires with auto-extension, runs `fn`, releases; rejects with QL_LOST if the lock was lost. */

@@ -95,6 +95,18 @@ const LOCK_OPTIONS = {
   extendIntervalMs: (v) => checkMs('extendIntervalMs', v, true),
   maxExtensions: (v) => checkCount('maxExtensions', v),
   maxHoldMs: (v) => checkMs('maxHoldMs', v, true),
+  fenced: (v) => checkBool('fenced', v),
+  fenceCounterTtlMs: (v) => checkMs('fenceCounterTtlMs', v, true),
+}
+
+function checkChoice(name, allowed) {
+  return (v) => {
+    if (typeof v !== 'string') throw new TypeError(`${name} must be a string (got ${typeof v})`)
+    if (!allowed.includes(v)) {
+      throw new RangeError(`${name} must be one of ${allowed.map((a) => `'${a}'`).join(', ')} (got ${JSON.stringify(v)})`)
+    }
+    return v
+  }
 }
 
 const CLIENT_OPTIONS = {
@@ -111,6 +123,9 @@ const CLIENT_OPTIONS = {
     return v
   },
   requireQuorum: (v) => checkBool('requireQuorum', v),
+  quarantine: checkChoice('quarantine', ['on', 'strict', 'off']),
+  quarantineMarginMs: (v) => checkMs('quarantineMarginMs', v, true),
+  evictionCheck: checkChoice('evictionCheck', ['refuse', 'warn', 'off']),
 }
 
 function checkObject(name, v) {
@@ -200,6 +215,18 @@ class Lock {
   /** The random value (40 hex characters) stored in the keys. */
   get value() {
     return this.#native.value
+  }
+  /**
+   * The fencing token (a bigint, of the first resource in sorted order) of a lock acquired
+   * with `fenced: true`, strictly greater than every token returned before for that
+   * resource; null when not fenced.
+   */
+  get token() {
+    return this.#native.token ?? null
+  }
+  /** The fencing tokens (bigints), one per resource in sorted order; null when not fenced. */
+  get tokens() {
+    return this.#native.tokens ?? null
   }
   /** The TTL the lock was acquired with, in milliseconds. */
   get ttlMs() {
@@ -317,6 +344,14 @@ class Client {
   get addresses() {
     return this.#connected().addresses
   }
+  /**
+   * Pings every node and reads its settings (latency, version, uptime, persistence, eviction
+   * policy, warnings); rejects with a QuorumlockError when fewer than a quorum answer.
+   */
+  async ping() {
+    const client = await this.#ready
+    return unwrap(await client.ping())
+  }
   /** The Redis key of a resource. */
   key(resource) {
     return this.#connected().key(toResources(resource).buffers[0])
@@ -385,4 +420,5 @@ module.exports = {
   QuorumlockError,
   ERROR_CODES,
   VERSION: native.version(),
+  FENCE_CHECK_SCRIPT: native.fenceCheckScript(),
 }

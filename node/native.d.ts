@@ -27,6 +27,11 @@ export declare class NativeClient {
    * trip; retries follow the options. Resolves to `{ value: NativeLock }` or `{ error }`.
    */
   acquire(resources: Array<Buffer>, options: NativeLockOptions, cancel: CancelHandle): Promise<AcquireOutcome>
+  /**
+   * Pings every node and reads its settings; resolves to `{ value: [...] }`, or
+   * `{ error }` when fewer than a quorum answer.
+   */
+  ping(): Promise<PingOutcome>
   /** Number of configured nodes N. */
   get nodeCount(): number
   /** The quorum `N / 2 + 1`. */
@@ -41,6 +46,13 @@ export declare class NativeClient {
 export declare class NativeLock {
   /** The random value (40 hex characters) stored in the keys. */
   get value(): string
+  /**
+   * The fencing token (of the first resource in sorted order) of a fenced lock; null when
+   * not fenced.
+   */
+  get token(): bigint | null
+  /** The fencing tokens, one per resource in sorted order; null when not fenced. */
+  get tokens(): Array<bigint> | null
   /** The TTL the lock was acquired with, in milliseconds. */
   get ttlMs(): number
   /** Attempts the acquisition took. */
@@ -110,6 +122,9 @@ export interface ExtendOutcome {
   error?: NativeError
 }
 
+/** The Lua source of the fence check for a protected resource kept in Redis. */
+export declare function fenceCheckScript(): string
+
 /** One core kind and the code the binding gives it. */
 export interface KindCode {
   /** The core name (`ErrorKind::as_str`). */
@@ -134,6 +149,12 @@ export interface NativeClientOptions {
   keyPrefix?: string
   /** Fail unless a quorum of nodes connected. */
   requireQuorum?: boolean
+  /** Restart quarantine: `on` (default), `strict` or `off`. */
+  quarantine?: string
+  /** Extra time a fresh non-durable node stays out beyond the max TTL (default 5000 ms). */
+  quarantineMarginMs?: number
+  /** Nodes whose eviction policy can remove lock keys: `refuse` (default), `warn`, `off`. */
+  evictionCheck?: string
   /** Default options of every acquisition. */
   lock?: NativeLockOptions
 }
@@ -178,6 +199,10 @@ export interface NativeLockOptions {
   maxExtensions?: number
   /** Cap on the total holding time. */
   maxHoldMs?: number
+  /** Return fencing tokens with the lock. */
+  fenced?: boolean
+  /** Let the fencing counters expire after this long without writes. */
+  fenceCounterTtlMs?: number
 }
 
 /** One node's entry of a report. */
@@ -194,6 +219,56 @@ export interface NodeEntry {
   category: string
   /** The server's or the socket's text for error kinds. */
   detail?: string
+}
+
+/** One node's answer to `ping()`. */
+export interface NodeInfoEntry {
+  /** 0-based index in configuration order. */
+  index: number
+  /** `host:port/db`, never with credentials. */
+  address: string
+  /** `Ok`, or the node kind that made the node unusable; null if unknown. */
+  kind?: string
+  /** Error text, when `kind` is an error. */
+  detail?: string
+  /** Round trip of a `PING`, in (fractional) milliseconds. */
+  latencyMs?: number
+  /** `redis_version`. */
+  version?: string
+  /** `run_id`: changes on every restart. */
+  runId?: string
+  /** Time since the server started, in milliseconds. */
+  uptimeMs?: number
+  /** `master` or `slave`. */
+  role?: string
+  /** `maxmemory` in bytes (0 = unlimited). */
+  maxmemory?: number
+  /** `maxmemory-policy`. */
+  maxmemoryPolicy?: string
+  /** Persistence settings; null when `CONFIG` is refused. */
+  persistence?: Persistence
+  /** True when every acknowledged write is on disk. */
+  durable: boolean
+  /** Problems an operator should fix, in plain words. */
+  warnings: Array<string>
+}
+
+/** The persistence settings of a node (`CONFIG GET`). */
+export interface Persistence {
+  /** `appendonly`. */
+  appendonly: boolean
+  /** `appendfsync`: `always`, `everysec` or `no`. */
+  appendfsync: string
+  /** `no-appendfsync-on-rewrite`. */
+  noAppendfsyncOnRewrite: boolean
+}
+
+/** `{ value }` or `{ error }` of `NativeClient::ping`. */
+export interface PingOutcome {
+  /** One entry per configured node. */
+  value?: Array<NodeInfoEntry>
+  /** Why the ping failed (fewer than a quorum answered). */
+  error?: NativeError
 }
 
 /** `{ value }` or `{ error }` of [`NativeLock::release`]. */

@@ -840,4 +840,5 @@ module.exports.NativeClient = nativeBinding.NativeClient
 module.exports.NativeLock = nativeBinding.NativeLock
 module.exports.connect = nativeBinding.connect
 module.exports.errorKinds = nativeBinding.errorKinds
+module.exports.fenceCheckScript = nativeBinding.fenceCheckScript
 module.exports.version = nativeBinding.version

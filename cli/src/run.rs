@@ -32,6 +32,9 @@ pub(crate) struct RunArgs {
     /// Try once; exit 110 at once if the lock is busy.
     #[arg(long)]
     no_wait: bool,
+    /// Acquire without a fencing token (QUORUMLOCK_TOKEN is then not set).
+    #[arg(long)]
+    no_fence: bool,
     /// After a lost lock, time between SIGTERM and SIGKILL to the command's process group.
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     grace: String,
@@ -73,7 +76,10 @@ fn options(args: &RunArgs, settings: &Settings) -> Result<(LockOptions, Duration
         None => settings.ttl.unwrap_or(DEFAULT_TTL),
     };
     let grace = parse_duration("--grace", &args.grace)?;
-    let opts = LockOptions::default().ttl(ttl).auto_extend(true);
+    let opts = LockOptions::default()
+        .ttl(ttl)
+        .auto_extend(true)
+        .fenced(!args.no_fence);
     let opts = if args.no_wait {
         opts.retry_count(0)
     } else {
@@ -170,6 +176,7 @@ pub(crate) async fn run(args: RunArgs, settings: &Settings, json: bool) -> Resul
             "exit": code,
             "name": args.name,
             "attempts": lock.attempts(),
+            "token": lock.token(),
             "extensions": lock.extensions(),
             "child": child_json,
             "released": report_json(&report),
@@ -198,6 +205,9 @@ fn spawn(args: &RunArgs, lock: &Lock) -> Result<Child, CliError> {
             "QUORUMLOCK_VALIDITY_MS",
             lock.remaining().as_millis().to_string(),
         );
+    if let Some(token) = lock.token() {
+        cmd.env("QUORUMLOCK_TOKEN", token.to_string());
+    }
     tokio::process::Command::from(cmd).spawn().map_err(|e| {
         let shown = program.to_string_lossy();
         let exit = if e.kind() == std::io::ErrorKind::NotFound {

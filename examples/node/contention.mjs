@@ -15,10 +15,10 @@ async function worker(id) {
   const client = await Client.connect({ nodes })
   for (let turn = 0; turn < 2; turn++) {
     try {
-      await client.using('demo:invoice', { ttlMs: 2000, retryCount: 50, retryDelayMs: 20 }, async (lock) => {
+      await client.using('demo:invoice', { ttlMs: 2000, retryCount: 50, retryDelayMs: 20, fenced: true }, async (lock) => {
         holders += 1
         if (holders !== 1) throw new Error('two holders at once')
-        console.log(`node worker ${id}: holds the lock (attempts ${lock.attempts}, ${lock.remainingMs} ms left)`)
+        console.log(`node worker ${id}: holds the lock (token ${lock.token}, attempts ${lock.attempts}, ${lock.remainingMs} ms left)`)
         await sleep(50)
         holders -= 1
       })

@@ -17,9 +17,10 @@ holders = []
 
 def worker(n: int) -> None:
     for _ in range(2):
-        with client.lock("demo:python", ttl=2.0, retry_forever=True) as lock:
+        with client.lock("demo:python", ttl=2.0, retry_forever=True, fenced=True) as lock:
             holders.append(n)
-            print(f"python: worker {n} holds the lock ({lock.remaining():.2f} s left)")
+            left = lock.remaining()
+            print(f"python: worker {n} holds the lock (token {lock.token}, {left:.2f} s left)")
             time.sleep(0.05)
 
 

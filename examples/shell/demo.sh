@@ -9,7 +9,7 @@ export QUORUMLOCK_NODES=${QUORUMLOCK_NODES:-$QL_NODES}
 "$ql" ping | tail -n 1
 job() {
   "$ql" run nightly-report --wait 10s -- sh -c \
-    "echo \"job $1: got the lock (valid for \$QUORUMLOCK_VALIDITY_MS ms, kept alive while I run)\"; sleep 1; echo \"job $1: done\""
+    "echo \"job $1: got the lock (token \$QUORUMLOCK_TOKEN, valid for \$QUORUMLOCK_VALIDITY_MS ms, kept alive while I run)\"; sleep 1; echo \"job $1: done\""
 }
 job A &
 job B &

@@ -7,6 +7,7 @@ use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
 use quorumlock::CancelToken;
 
+use crate::admin::{NodeInfoEntry, PingOutcome};
 use crate::error::{NativeError, join_error};
 use crate::lock::NativeLock;
 use crate::options::{NativeClientOptions, NativeLockOptions};
@@ -126,6 +127,23 @@ impl NativeClient {
                 error: None,
             },
             Err(e) => AcquireOutcome {
+                value: None,
+                error: Some(e),
+            },
+        }
+    }
+
+    /// Pings every node and reads its settings; resolves to `{ value: [...] }`, or
+    /// `{ error }` when fewer than a quorum answer.
+    #[napi(catch_unwind)]
+    pub async fn ping(&self) -> PingOutcome {
+        let client = self.inner.clone();
+        match on_runtime(async move { client.ping().await }).await {
+            Ok(all) => PingOutcome {
+                value: Some(all.into_iter().map(NodeInfoEntry::from).collect()),
+                error: None,
+            },
+            Err(e) => PingOutcome {
                 value: None,
                 error: Some(e),
             },

@@ -6,6 +6,7 @@
 // code has no `unsafe`.
 #![deny(unsafe_code)]
 
+pub mod admin;
 pub mod client;
 pub mod error;
 pub mod lock;
@@ -17,4 +18,10 @@ use napi_derive::napi;
 #[napi(catch_unwind)]
 pub fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
+}
+
+/// The Lua source of the fence check for a protected resource kept in Redis.
+#[napi(catch_unwind)]
+pub fn fence_check_script() -> &'static str {
+    quorumlock::FENCE_CHECK_SCRIPT
 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use napi::Status;
+use napi::bindgen_prelude::BigInt;
 use napi::threadsafe_function::{
     ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
 };
@@ -63,6 +64,21 @@ impl NativeLock {
     #[napi(getter)]
     pub fn value(&self) -> String {
         self.inner.value().to_owned()
+    }
+
+    /// The fencing token (of the first resource in sorted order) of a fenced lock; null when
+    /// not fenced.
+    #[napi(getter)]
+    pub fn token(&self) -> Option<BigInt> {
+        self.inner.token().map(BigInt::from)
+    }
+
+    /// The fencing tokens, one per resource in sorted order; null when not fenced.
+    #[napi(getter)]
+    pub fn tokens(&self) -> Option<Vec<BigInt>> {
+        self.inner
+            .tokens()
+            .map(|t| t.iter().copied().map(BigInt::from).collect())
     }
 
     /// The TTL the lock was acquired with, in milliseconds.

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use napi_derive::napi;
-use quorumlock::{ClientBuilder, LockOptions};
+use quorumlock::{ClientBuilder, EvictionCheck, LockOptions, Quarantine};
 
 use crate::error::NativeError;
 
@@ -34,6 +34,10 @@ pub struct NativeLockOptions {
     pub max_extensions: Option<f64>,
     /// Cap on the total holding time.
     pub max_hold_ms: Option<f64>,
+    /// Return fencing tokens with the lock.
+    pub fenced: Option<bool>,
+    /// Let the fencing counters expire after this long without writes.
+    pub fence_counter_ttl_ms: Option<f64>,
 }
 
 /// Options of a client.
@@ -53,6 +57,12 @@ pub struct NativeClientOptions {
     pub key_prefix: Option<String>,
     /// Fail unless a quorum of nodes connected.
     pub require_quorum: Option<bool>,
+    /// Restart quarantine: `on` (default), `strict` or `off`.
+    pub quarantine: Option<String>,
+    /// Extra time a fresh non-durable node stays out beyond the max TTL (default 5000 ms).
+    pub quarantine_margin_ms: Option<f64>,
+    /// Nodes whose eviction policy can remove lock keys: `refuse` (default), `warn`, `off`.
+    pub eviction_check: Option<String>,
     /// Default options of every acquisition.
     pub lock: Option<NativeLockOptions>,
 }
@@ -66,6 +76,10 @@ pub(crate) fn whole(name: &str, v: f64) -> Result<u64, NativeError> {
             "{name} must be a whole number >= 0 (got {v})"
         )))
     }
+}
+
+fn choice_error(name: &str, allowed: &str, got: &str) -> NativeError {
+    NativeError::invalid(format!("{name} must be one of {allowed} (got {got:?})"))
 }
 
 pub(crate) fn millis(name: &str, v: f64) -> Result<Duration, NativeError> {
@@ -122,6 +136,12 @@ impl NativeLockOptions {
         if let Some(d) = ms("maxHoldMs", self.max_hold_ms)? {
             o = o.max_hold(d);
         }
+        if let Some(on) = self.fenced {
+            o = o.fenced(on);
+        }
+        if let Some(d) = ms("fenceCounterTtlMs", self.fence_counter_ttl_ms)? {
+            o = o.fence_counter_ttl(d);
+        }
         Ok(o)
     }
 }
@@ -147,6 +167,25 @@ impl NativeClientOptions {
         }
         if let Some(on) = self.require_quorum {
             b = b.require_quorum(on);
+        }
+        if let Some(q) = &self.quarantine {
+            b = b.quarantine(match q.as_str() {
+                "on" => Quarantine::On,
+                "strict" => Quarantine::Strict,
+                "off" => Quarantine::Off,
+                _ => return Err(choice_error("quarantine", "'on', 'strict', 'off'", q)),
+            });
+        }
+        if let Some(v) = self.quarantine_margin_ms {
+            b = b.quarantine_margin(millis("quarantineMarginMs", v)?);
+        }
+        if let Some(e) = &self.eviction_check {
+            b = b.eviction_check(match e.as_str() {
+                "refuse" => EvictionCheck::Refuse,
+                "warn" => EvictionCheck::Warn,
+                "off" => EvictionCheck::Off,
+                _ => return Err(choice_error("evictionCheck", "'refuse', 'warn', 'off'", e)),
+            });
         }
         if let Some(lock) = &self.lock {
             b = b.lock_options(lock.apply(LockOptions::default())?);

@@ -9,11 +9,13 @@ const here = path.dirname(fileURLToPath(import.meta.url))
 export const HARNESS = process.env.QL_HARNESS ?? path.resolve(here, '../../target/debug/ql-harness')
 const run = promisify(execFile)
 
-/** Starts `n` redis-server nodes, stopped when this process exits or `stop()` is called. */
-export function startCluster(n = 5) {
-  const out = execFileSync(HARNESS, ['start', '--nodes', String(n), '--parent', String(process.pid)], {
-    encoding: 'utf8',
-  })
+/**
+ * Starts `n` redis-server nodes, stopped when this process exits or `stop()` is called;
+ * `persist` is `always` (durable), `none` or `everysec`.
+ */
+export function startCluster(n = 5, persist = 'always') {
+  const args = ['start', '--nodes', String(n), '--persist', persist, '--parent', String(process.pid)]
+  const out = execFileSync(HARNESS, args, { encoding: 'utf8' })
   const info = JSON.parse(out.trim().split('\n').pop())
   return {
     urls: info.nodes.map((node) => node.url),

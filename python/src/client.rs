@@ -8,6 +8,7 @@ use pyo3::types::{PyBytes, PyDict};
 use pyo3_async_runtimes::generic::future_into_py;
 use quorumlock::CancelToken;
 
+use crate::admin::{self, NodeInfo};
 use crate::error::{self, NodeResult, ResultExt};
 use crate::lock::Lock;
 use crate::options::{self, ClientConfig};
@@ -142,6 +143,23 @@ impl Client {
         future_into_py::<EngineRuntime, _, _>(py, async move {
             let inspection = client.inspect(resource).await.or_raise()?;
             Ok(inspection.holder().map(str::to_owned))
+        })
+    }
+
+    /// Pings every node and reads its settings (latency, version, uptime, persistence,
+    /// eviction policy, warnings); raises when fewer than a quorum answer.
+    fn ping(&self, py: Python<'_>) -> PyResult<Vec<Py<NodeInfo>>> {
+        let client = self.get(py)?;
+        let all = wait::run(py, async move { client.ping().await }, OnStop::Abort)?.or_raise()?;
+        admin::infos(py, all)
+    }
+
+    /// `ping` as an asyncio awaitable.
+    fn ping_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.get(py)?;
+        future_into_py::<EngineRuntime, _, _>(py, async move {
+            let all = client.ping().await.or_raise()?;
+            Python::attach(|py| admin::infos(py, all))
         })
     }
 

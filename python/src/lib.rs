@@ -2,6 +2,7 @@
 //! arguments, results and errors; every lock decision is made by the engine in `core/`.
 #![forbid(unsafe_code)]
 
+mod admin;
 mod client;
 mod error;
 mod lock;
@@ -22,6 +23,8 @@ fn after_fork_in_child() -> PyResult<()> {
 #[pymodule(gil_used = false)]
 mod _quorumlock {
     #[pymodule_export]
+    use super::admin::NodeInfo;
+    #[pymodule_export]
     use super::after_fork_in_child;
     #[pymodule_export]
     use super::client::Client;
@@ -34,6 +37,7 @@ mod _quorumlock {
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
-        m.add("__version__", env!("CARGO_PKG_VERSION"))
+        m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        m.add("FENCE_CHECK_SCRIPT", quorumlock::FENCE_CHECK_SCRIPT)
     }
 }

@@ -55,6 +55,20 @@ impl Lock {
             .collect()
     }
 
+    /// The fencing token (of the first resource, in sorted order) of a lock acquired with
+    /// `fenced=True`: strictly greater than every token returned before for that resource;
+    /// `None` when not fenced.
+    #[getter]
+    fn token(&self) -> Option<u64> {
+        self.inner.token()
+    }
+
+    /// The fencing tokens, one per resource in `resources` order; `None` when not fenced.
+    #[getter]
+    fn tokens(&self) -> Option<Vec<u64>> {
+        self.inner.tokens().map(<[u64]>::to_vec)
+    }
+
     /// The TTL in seconds.
     #[getter]
     fn ttl(&self) -> f64 {

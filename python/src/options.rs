@@ -7,7 +7,7 @@ use std::time::Duration;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use quorumlock::{ClientBuilder, LockOptions};
+use quorumlock::{ClientBuilder, EvictionCheck, LockOptions, Quarantine};
 
 use crate::error::invalid;
 
@@ -74,6 +74,8 @@ fn lock_option(opts: &mut LockOptions, key: &str, v: &Bound<'_, PyAny>) -> PyRes
         "extend_interval" => o.extend_interval(seconds(key, v)?),
         "max_extensions" => o.max_extensions(count(key, v)?),
         "max_hold" => o.max_hold(seconds(key, v)?),
+        "fenced" => o.fenced(flag(key, v)?),
+        "fence_counter_ttl" => o.fence_counter_ttl(seconds(key, v)?),
         _ => return Ok(false),
     };
     Ok(true)
@@ -106,6 +108,9 @@ pub(crate) struct ClientConfig {
     connect_timeout: Option<Duration>,
     key_prefix: Option<Vec<u8>>,
     require_quorum: bool,
+    quarantine: Option<Quarantine>,
+    quarantine_margin: Option<Duration>,
+    eviction_check: Option<EvictionCheck>,
     defaults: LockOptions,
 }
 
@@ -139,6 +144,9 @@ impl ClientConfig {
             connect_timeout: None,
             key_prefix: None,
             require_quorum: false,
+            quarantine: None,
+            quarantine_margin: None,
+            eviction_check: None,
             defaults: LockOptions::default(),
         };
         for (k, v) in kwargs.into_iter().flat_map(|d| d.iter()) {
@@ -157,6 +165,9 @@ impl ClientConfig {
                 "connect_timeout" => cfg.connect_timeout = Some(seconds(&key, &v)?),
                 "key_prefix" => cfg.key_prefix = Some(name_bytes("key_prefix", &v)?),
                 "require_quorum" => cfg.require_quorum = flag(&key, &v)?,
+                "quarantine" => cfg.quarantine = Some(quarantine(&v)?),
+                "quarantine_margin" => cfg.quarantine_margin = Some(seconds(&key, &v)?),
+                "eviction_check" => cfg.eviction_check = Some(eviction_check(&v)?),
                 _ => {
                     if !lock_option(&mut cfg.defaults, &key, &v)? {
                         return Err(unexpected(&key));
@@ -185,8 +196,54 @@ impl ClientConfig {
         if let Some(p) = &self.key_prefix {
             b = b.key_prefix(p);
         }
+        if let Some(q) = self.quarantine {
+            b = b.quarantine(q);
+        }
+        if let Some(d) = self.quarantine_margin {
+            b = b.quarantine_margin(d);
+        }
+        if let Some(e) = self.eviction_check {
+            b = b.eviction_check(e);
+        }
         b
     }
+}
+
+/// One of `names` (a `str`), as its index.
+fn choice(what: &str, v: &Bound<'_, PyAny>, names: &[&str]) -> PyResult<usize> {
+    let Ok(s) = v.cast::<PyString>() else {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be a str, not {}",
+            v.get_type().name()?
+        )));
+    };
+    let s = s.to_str()?;
+    names.iter().position(|n| *n == s).ok_or_else(|| {
+        invalid(format!(
+            "{what} must be one of {} (got {s:?})",
+            names.join(", ")
+        ))
+    })
+}
+
+/// `"on"`, `"strict"` or `"off"`.
+fn quarantine(v: &Bound<'_, PyAny>) -> PyResult<Quarantine> {
+    Ok(match choice("quarantine", v, &["on", "strict", "off"])? {
+        0 => Quarantine::On,
+        1 => Quarantine::Strict,
+        _ => Quarantine::Off,
+    })
+}
+
+/// `"refuse"`, `"warn"` or `"off"`.
+fn eviction_check(v: &Bound<'_, PyAny>) -> PyResult<EvictionCheck> {
+    Ok(
+        match choice("eviction_check", v, &["refuse", "warn", "off"])? {
+            0 => EvictionCheck::Refuse,
+            1 => EvictionCheck::Warn,
+            _ => EvictionCheck::Off,
+        },
+    )
 }
 
 /// A `str` (UTF-8) or `bytes` value.

@@ -92,9 +92,18 @@ class Cluster:
         assert self.values(key) == expected
 
 
-def start_cluster(nodes: int) -> Cluster:
+def start_cluster(nodes: int, persist: str = "always") -> Cluster:
     out = subprocess.run(
-        [HARNESS, "start", "--nodes", str(nodes), "--parent", str(os.getpid())],
+        [
+            HARNESS,
+            "start",
+            "--nodes",
+            str(nodes),
+            "--persist",
+            persist,
+            "--parent",
+            str(os.getpid()),
+        ],
         check=True,
         capture_output=True,
         text=True,

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use quorumlock::blocking;
+use quorumlock::{EvictionCheck, Quarantine, blocking};
 
 use crate::error::{Error, QlResult};
 use crate::ffi::{self, Out};
@@ -19,6 +19,9 @@ pub struct Config {
     connect_timeout: Duration,
     key_prefix: Vec<u8>,
     require_quorum: bool,
+    quarantine: Quarantine,
+    quarantine_margin: Duration,
+    eviction_check: EvictionCheck,
     defaults: LockOptions,
 }
 
@@ -47,6 +50,9 @@ pub unsafe extern "C" fn quorumlock_config_new(out: *mut *mut Config) -> QlResul
             connect_timeout: quorumlock::DEFAULT_CONNECT_TIMEOUT,
             key_prefix: quorumlock::DEFAULT_KEY_PREFIX.as_bytes().to_vec(),
             require_quorum: false,
+            quarantine: Quarantine::On,
+            quarantine_margin: quorumlock::DEFAULT_QUARANTINE_MARGIN,
+            eviction_check: EvictionCheck::Refuse,
             defaults: LockOptions::default(),
         }));
         Ok(())
@@ -183,6 +189,88 @@ pub unsafe extern "C" fn quorumlock_config_set_require_quorum(
     })
 }
 
+/// Restart quarantine modes (`quorumlock_config_set_quarantine`); numbers are stable.
+#[repr(u32)]
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy, Debug)]
+pub enum QuarantineCode {
+    /// A node without durable writes is not counted until it has been up for max TTL +
+    /// quarantine margin; a node that refuses `INFO` is counted, with a warning (default).
+    QL_QUARANTINE_ON = 0,
+    /// As `QL_QUARANTINE_ON`, but a node that refuses `INFO` is never counted.
+    QL_QUARANTINE_STRICT = 1,
+    /// No checks: only for nodes whose operators delay restarts themselves.
+    QL_QUARANTINE_OFF = 2,
+}
+
+/// What to do with a node whose eviction policy can remove lock keys
+/// (`quorumlock_config_set_eviction_check`); numbers are stable.
+#[repr(u32)]
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy, Debug)]
+pub enum EvictionCheckCode {
+    /// Exclude the node, reported as `QL_NODE_EVICTION_POLICY` (default).
+    QL_EVICTION_REFUSE = 0,
+    /// Count the node and log a warning.
+    QL_EVICTION_WARN = 1,
+    /// Skip the check.
+    QL_EVICTION_OFF = 2,
+}
+
+/// Sets the restart quarantine mode (`QL_QUARANTINE_*`, default `QL_QUARANTINE_ON`) and,
+/// when `margin_ms` is not 0, the margin a fresh non-durable node stays out beyond the max
+/// TTL (default 5000). `QL_INVALID` for an unknown mode.
+///
+/// Thread safety: a configuration must not be changed from two threads at once.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `cfg` is NULL or a live configuration.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_config_set_quarantine(
+    cfg: *mut Config,
+    mode: u32,
+    margin_ms: u64,
+) -> QlResult {
+    ffi_panic_boundary!(std::ptr::null_mut() => {
+        let cfg = ffi::handle_mut(cfg, "cfg")?;
+        cfg.quarantine = match mode {
+            0 => Quarantine::On,
+            1 => Quarantine::Strict,
+            2 => Quarantine::Off,
+            _ => return Err(Error::invalid(format!("unknown quarantine mode {mode}"))),
+        };
+        if margin_ms > 0 {
+            cfg.quarantine_margin = Duration::from_millis(margin_ms);
+        }
+        Ok(())
+    })
+}
+
+/// Sets the eviction-policy check (`QL_EVICTION_*`, default `QL_EVICTION_REFUSE`).
+/// `QL_INVALID` for an unknown mode.
+///
+/// Thread safety: a configuration must not be changed from two threads at once.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `cfg` is NULL or a live configuration.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_config_set_eviction_check(
+    cfg: *mut Config,
+    mode: u32,
+) -> QlResult {
+    ffi_panic_boundary!(std::ptr::null_mut() => {
+        ffi::handle_mut(cfg, "cfg")?.eviction_check = match mode {
+            0 => EvictionCheck::Refuse,
+            1 => EvictionCheck::Warn,
+            2 => EvictionCheck::Off,
+            _ => return Err(Error::invalid(format!("unknown eviction check mode {mode}"))),
+        };
+        Ok(())
+    })
+}
+
 /// Copies `opts` (callback included) as the client's defaults, used when an acquire
 /// function gets NULL options.
 ///
@@ -233,6 +321,9 @@ pub unsafe extern "C" fn quorumlock_client_new(
             .connect_timeout(cfg.connect_timeout)
             .key_prefix(&cfg.key_prefix)
             .require_quorum(cfg.require_quorum)
+            .quarantine(cfg.quarantine)
+            .quarantine_margin(cfg.quarantine_margin)
+            .eviction_check(cfg.eviction_check)
             .lock_options(cfg.defaults.inner.clone());
         let inner = blocking::Client::from_builder(builder)?;
         out.write(ffi::into_raw(Client {

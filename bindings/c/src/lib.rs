@@ -10,6 +10,7 @@
 
 pub mod client;
 pub mod error;
+pub mod fence;
 mod ffi;
 pub mod lock;
 mod panic;

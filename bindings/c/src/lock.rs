@@ -27,7 +27,7 @@ pub struct Cancel {
 
 /// A held (or lost, or released) distributed lock.
 pub struct Lock {
-    inner: blocking::Lock,
+    pub(crate) inner: blocking::Lock,
     watcher: Option<Arc<Watcher>>,
 }
 

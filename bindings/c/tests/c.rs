@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-use quorumlock_harness::Cluster;
+use quorumlock_harness::{Cluster, Persist};
 
 fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -220,4 +220,20 @@ fn lost_callback_fires_when_keys_vanish() {
 fn cpp_raii_wrapper() {
     let c = cluster();
     assert!(run(&compile("raii.cpp"), &c, &[]).contains("raii ok"));
+}
+
+#[test]
+fn fencing_tokens_increase() {
+    let c = cluster();
+    assert!(run(&compile("fence.c"), &c, &["tokens"]).contains("tokens ok"));
+}
+
+#[test]
+fn quarantine_setting_decides_on_fresh_volatile_nodes() {
+    let c = Cluster::builder()
+        .nodes(3)
+        .persist(Persist::None)
+        .start()
+        .expect("start redis-server nodes");
+    assert!(run(&compile("fence.c"), &c, &["quarantine"]).contains("quarantine ok"));
 }

@@ -24,17 +24,40 @@ fn child_killed_by_a_signal_gives_128_plus_n() {
     assert_eq!(code(&out), 143, "{out:?}");
 }
 
-#[test]
-fn child_environment_has_validity_and_no_token() {
-    let c = cluster();
+/// The child's environment: `(validity ms, token or "none", name)`.
+fn child_env(c: &quorumlock_harness::Cluster, extra: &[&str]) -> (u64, String, String) {
     let script = "echo \"$QUORUMLOCK_VALIDITY_MS ${QUORUMLOCK_TOKEN-none} $QUORUMLOCK_NAME\"";
-    let out = output(ql(&c).args(["run", "envs", "--ttl", "3s", "--", "sh", "-c", script]));
+    let mut cmd = ql(c);
+    cmd.args(["run", "envs", "--ttl", "3s"])
+        .args(extra)
+        .args(["--", "sh", "-c", script]);
+    let out = output(&mut cmd);
     assert_eq!(code(&out), 0, "{out:?}");
     let text = String::from_utf8_lossy(&out.stdout);
     let fields: Vec<&str> = text.split_whitespace().collect();
+    assert_eq!(fields.len(), 3, "{text}");
     let validity: u64 = fields[0].parse().unwrap();
     assert!(validity > 2000 && validity <= 3000, "{text}");
-    assert_eq!(&fields[1..], ["none", "envs"], "{text}");
+    (validity, fields[1].to_owned(), fields[2].to_owned())
+}
+
+#[test]
+fn child_environment_has_validity_and_an_increasing_token() {
+    let c = cluster();
+    let (_, first, name) = child_env(&c, &[]);
+    assert_eq!(name, "envs");
+    let first: u64 = first.parse().unwrap();
+    assert!(first > 1 << 50, "{first}");
+    let (_, second, _) = child_env(&c, &[]);
+    assert!(
+        second.parse::<u64>().unwrap() > first,
+        "{second} <= {first}"
+    );
+    let (_, none, _) = child_env(&c, &["--no-fence"]);
+    assert_eq!(none, "none");
+    let out = output(ql(&c).args(["--json", "run", "envs", "--", "true"]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    assert!(stderr_json(&out)["token"].as_u64().unwrap() > first);
 }
 
 #[test]

@@ -1,13 +1,18 @@
 // Type test (tsc --noEmit): the public API as a TypeScript 5.2+ user writes it.
-import { Client, ERROR_CODES, QuorumlockError, type ErrorCode, type Lock, type ReleaseReport } from 'quorumlock'
+import { Client, ERROR_CODES, FENCE_CHECK_SCRIPT, QuorumlockError, type ErrorCode, type Lock, type NodeInfo, type ReleaseReport } from 'quorumlock'
 import Redlock, { ExecutionError, ResourceLockedError, type RedlockAbortSignal } from 'quorumlock/compat'
 
-const client = await Client.connect({ nodes: ['redis://127.0.0.1:6379'], ttlMs: 5000, retryCount: 3 })
+const client = await Client.connect({ nodes: ['redis://127.0.0.1:6379'], ttlMs: 5000, retryCount: 3, fenced: true, quarantine: 'strict', evictionCheck: 'warn' })
+const infos: NodeInfo[] = await client.ping()
+void [infos, FENCE_CHECK_SCRIPT.length]
 
 {
   await using lock = await client.acquire(['invoice:7'], { ttlMs: 10_000, signal: AbortSignal.timeout(2000) })
   const remaining: number = lock.remainingMs
   const value: string = lock.value
+  const token: bigint | null = lock.token
+  const tokens: bigint[] | null = lock.tokens
+  void [token, tokens]
   const extended: Lock = await lock.extend(10_000)
   lock.signal.addEventListener('abort', () => console.log('lost', lock.signal.reason))
   void [remaining, value, extended]

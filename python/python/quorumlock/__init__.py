@@ -30,12 +30,18 @@ from ._errors import (
     TimedOut,
     ValidityTooShort,
 )
-from ._quorumlock import NodeResult
+from ._quorumlock import NodeInfo, NodeResult
 from ._scoped import AsyncLostFlag, LockScope, LostFlag
 
 __version__: str = _quorumlock.__version__
+FENCE_CHECK_SCRIPT: str = _quorumlock.FENCE_CHECK_SCRIPT
+"""Lua source of the fence check for a protected resource kept in Redis:
+``EVAL <script> 1 <fence key> <token>`` returns 1 and stores the token when it is at least
+the highest seen, 0 (a stale holder: stop) otherwise. Run it in the same atomic step as the
+protected write."""
 
 __all__ = [
+    "FENCE_CHECK_SCRIPT",
     "AsyncClient",
     "AsyncLock",
     "AsyncLostFlag",
@@ -51,6 +57,7 @@ __all__ = [
     "LockScope",
     "LostFlag",
     "Misconfigured",
+    "NodeInfo",
     "NodeResult",
     "QuorumNotReached",
     "QuorumlockError",

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from . import _quorumlock
-from ._quorumlock import NodeResult
+from ._quorumlock import NodeInfo, NodeResult
 from ._scoped import AsyncLostFlag, LockScope, LostFlag, synchronized
 from .compat._conn import node_urls
 
@@ -29,6 +29,20 @@ class _LockBase:
     def resources(self) -> list[bytes]:
         """The resources, sorted and deduplicated."""
         return self._native.resources
+
+    @property
+    def token(self) -> int | None:
+        """The fencing token (of the first resource) of a lock acquired with ``fenced=True``:
+        strictly greater than every token returned before for that resource. Pass it to the
+        protected resource, which refuses tokens lower than the highest it has seen (in Redis:
+        ``FENCE_CHECK_SCRIPT``). ``None`` when not fenced."""
+        return self._native.token
+
+    @property
+    def tokens(self) -> list[int] | None:
+        """The fencing tokens, one per resource in ``resources`` order; ``None`` when not
+        fenced."""
+        return self._native.tokens
 
     @property
     def ttl(self) -> float:
@@ -149,9 +163,11 @@ class _ClientBase:
     def __init__(self, nodes: Any, **options: Any) -> None:
         """Connects to ``nodes`` (URLs, redis-py keyword dicts, ``(host, port)`` tuples or
         redis-py clients). Options: default lock options (``ttl``, ``retry_count``,
-        ``retry_delay``, ``retry_jitter``, ``wait``, ...) and client settings
-        (``drift_factor``, ``max_ttl``, ``connect_timeout``, ``key_prefix``,
-        ``require_quorum``). Durations are float seconds."""
+        ``retry_delay``, ``retry_jitter``, ``wait``, ``fenced``, ``fence_counter_ttl``, ...)
+        and client settings (``drift_factor``, ``max_ttl``, ``connect_timeout``,
+        ``key_prefix``, ``require_quorum``, ``quarantine`` = ``"on"`` | ``"strict"`` |
+        ``"off"``, ``quarantine_margin``, ``eviction_check`` = ``"refuse"`` | ``"warn"`` |
+        ``"off"``). Durations are float seconds."""
         self._native = _quorumlock.Client(node_urls(nodes), **options)
 
     def lock(self, resources: Any, **options: Any) -> LockScope:
@@ -195,6 +211,12 @@ class Client(_ClientBase):
         ``QuorumNotReached``, ``ValidityTooShort`` or ``InvalidArgument``."""
         return Lock._acquire(self._native, resources, options)
 
+    def ping(self) -> list[NodeInfo]:
+        """Pings every node and reads its settings (latency, version, uptime, persistence,
+        eviction policy, warnings), one ``NodeInfo`` per node. Raises ``ConnectionFailed``,
+        ``AuthFailed``, ... when fewer than a quorum answer."""
+        return self._native.ping()
+
 
 class AsyncClient(_ClientBase):
     """A Redlock client (asyncio API); cancelling a task cancels its acquisition cleanly."""
@@ -206,3 +228,7 @@ class AsyncClient(_ClientBase):
     async def holder(self, resource: str | bytes) -> str | None:
         """The value held on a quorum of nodes, or ``None``."""
         return await self._native.holder_async(resource)
+
+    async def ping(self) -> list[NodeInfo]:
+        """As ``Client.ping``, awaitable."""
+        return await self._native.ping_async()

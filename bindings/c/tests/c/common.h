@@ -40,8 +40,9 @@ static inline uint32_t show_error(quorumlock_error *err) {
 }
 
 /* A client over the nodes in QL_NODES (comma-separated URLs); with `require`, connecting
- * fails unless a quorum connected within 10 s (valgrind makes connecting slow). */
-static inline quorumlock_client *connect_nodes(bool require) {
+ * fails unless a quorum connected within 10 s (valgrind makes connecting slow).
+ * `quarantine` is a QL_QUARANTINE_* mode. */
+static inline quorumlock_client *connect_nodes_quarantine(bool require, uint32_t quarantine) {
   const char *env = getenv("QL_NODES");
   CHECK(env != NULL && *env != '\0');
   quorumlock_config *cfg = NULL;
@@ -55,6 +56,7 @@ static inline quorumlock_client *connect_nodes(bool require) {
   }
   CHECK(quorumlock_config_set_connect_timeout_ms(cfg, 10000) == QL_OK);
   CHECK(quorumlock_config_set_require_quorum(cfg, require) == QL_OK);
+  CHECK(quorumlock_config_set_quarantine(cfg, quarantine, 0) == QL_OK);
   quorumlock_client *client = NULL;
   quorumlock_error *err = NULL;
   quorumlock_result r = quorumlock_client_new(cfg, &client, &err);
@@ -62,6 +64,10 @@ static inline quorumlock_client *connect_nodes(bool require) {
   CHECK(r == QL_OK && client != NULL);
   quorumlock_config_free(cfg);
   return client;
+}
+
+static inline quorumlock_client *connect_nodes(bool require) {
+  return connect_nodes_quarantine(require, QL_QUARANTINE_ON);
 }
 
 /* Options with generous node timeouts: the programs may run under valgrind. */

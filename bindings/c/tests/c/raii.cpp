@@ -65,6 +65,21 @@ int main() {
   } catch (const quorumlock::Error &e) {
     CHECK(e.code() == QL_INVALID);
   }
+  {
+    quorumlock::LockOptions fenced;
+    fenced.node_timeout(1s).fenced();
+    quorumlock::Lock first = client.acquire("cpp:fence", &fenced);
+    std::optional<uint64_t> t1 = first.token();
+    CHECK(t1.has_value() && *t1 > (uint64_t{1} << 50));
+    CHECK(first.tokens() == std::vector<uint64_t>{*t1});
+    first.release();
+    quorumlock::Lock second = client.acquire("cpp:fence", &fenced);
+    CHECK(second.token().value_or(0) > *t1);
+    second.release();
+    quorumlock::Lock plain = client.acquire("cpp:fence", &opts);
+    CHECK(!plain.token().has_value() && plain.tokens().empty());
+    CHECK(std::string_view(quorumlock::fence_check_script()).find("redis.call") != std::string_view::npos);
+  }
   try {
     quorumlock::Client bad({"http://nope"});
     CHECK(!"a bad URL should have thrown");

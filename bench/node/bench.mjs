@@ -1,0 +1,192 @@
+// Node benchmark: acquire+release latency and throughput of quorumlock against node-redlock
+// 4.2.0, 5.0.0-beta.2, @sesamecare-oss/redlock and a raw ioredis floor, on the same 5 local
+// redis-server nodes (ql-harness), in one run.
+//
+//   node bench/node/bench.mjs [--secs 3] [--rounds 2] [--conc 16,64] [--rust-json FILE]
+//                             [--json FILE] [--only a,b]
+//
+// Each of `conc` concurrent async loops works on its own key for a warm-up and then `--secs`
+// measured seconds; only operations started in the window count. Implementations alternate
+// for `--rounds` rounds; the best run of each by throughput is shown, as in bench/rust. A
+// failed operation (rejection, refusal, 10 s timeout) is counted, never fatal. `--rust-json`
+// is the output of `cargo run --release -p quorumlock-bench -- --json`: its floor p50 at the
+// same concurrency is the reference of the p50 goal. Nodes: $QL_NODES if set, else 5 started
+// with ql-harness ($QL_HARNESS, --persist $QL_BENCH_PERSIST or always: the Node package has
+// no quarantine option, so the nodes must be durable).
+import { execFileSync } from 'node:child_process'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { loadavg } from 'node:os'
+import { performance } from 'node:perf_hooks'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+
+import { IMPLS } from './impls.mjs'
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const WARMUP_MS = 500
+const OP_TIMEOUT_MS = 10_000
+const P50_GOAL = 1.1
+const TPUT_GOAL = 2
+
+function stats (lat, errors, secs) {
+  lat.sort((a, b) => a - b)
+  const n = lat.length
+  const pct = (p) => (n ? Math.round(lat[Math.min(Math.floor((n * p) / 100), n - 1)] * 1000) : 0)
+  return { ops: n, errors, tput: n / secs, p50: pct(50), p99: pct(99) }
+}
+
+function withTimeout (promise) {
+  let timer
+  const timeout = new Promise((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer in ${OP_TIMEOUT_MS} ms`)), OP_TIMEOUT_MS)
+  })
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
+}
+
+/** One run of `conc` loops; resolves to [stats, {message: count}]. */
+async function runOne (impl, urls, conc, runId, secs) {
+  const messages = {}
+  const note = (e) => {
+    const m = `${e?.name ?? 'Error'}: ${String(e?.message ?? e).slice(0, 120)}`
+    messages[m] = (messages[m] ?? 0) + 1
+  }
+  let inst
+  try {
+    inst = await impl.create(urls)
+  } catch (e) {
+    note(e)
+    return [stats([], 1, secs), messages]
+  }
+  const warmEnd = performance.now() + WARMUP_MS
+  const end = warmEnd + secs * 1000
+  const lat = []
+  let errors = 0
+  const loop = async (key) => {
+    for (;;) {
+      const t0 = performance.now()
+      if (t0 >= end) return
+      let ok = false
+      try {
+        ok = Boolean(await withTimeout(inst.op(key)))
+      } catch (e) {
+        note(e)
+      }
+      if (t0 < warmEnd) continue
+      if (ok) lat.push(performance.now() - t0)
+      else errors++
+    }
+  }
+  await Promise.all(Array.from({ length: conc }, (_, i) => loop(`bench:${runId}:${i}`)))
+  await withTimeout(inst.close()).catch((e) => note(e))
+  return [stats(lat, errors, secs), messages]
+}
+
+function startNodes () {
+  if (process.env.QL_NODES) return [process.env.QL_NODES.split(','), null]
+  const harness = process.env.QL_HARNESS ?? `${ROOT}target/debug/ql-harness`
+  const persist = process.env.QL_BENCH_PERSIST ?? 'always'
+  const out = execFileSync(harness, ['start', '--nodes', '5', '--persist', persist,
+    '--parent', String(process.pid)], { encoding: 'utf8', timeout: 60_000 })
+  const info = JSON.parse(out)
+  return [info.nodes.map((n) => n.url), info.run_dir]
+}
+
+function stopNodes (runDir) {
+  if (runDir === null) return
+  const harness = process.env.QL_HARNESS ?? `${ROOT}target/debug/ql-harness`
+  execFileSync(harness, ['stop', runDir], { stdio: 'ignore', timeout: 60_000 })
+}
+
+const ratio = (a, b) => (b > 0 ? `x${(a / b).toFixed(2)}` : 'n/a')
+const verdict = (met) => (met ? 'goal met' : 'goal missed')
+
+function printTable (opts, results, rust) {
+  const l = loadavg().map((x) => x.toFixed(2)).join(' ')
+  console.log(`quorumlock Node bench: 5 nodes, ${opts.secs} s per case, ${opts.rounds} runs each ` +
+    `(best by throughput), load average ${l}`)
+  console.log(`${'case'.padEnd(8)} ${'impl'.padEnd(21)} ${'ops/s'.padStart(9)} ` +
+    `${'p50 µs'.padStart(8)} ${'p99 µs'.padStart(8)} ${'errors'.padStart(7)}`)
+  for (const [conc, row] of results) {
+    const c = `c=${conc}`.padEnd(8)
+    for (const [name, s] of Object.entries(row)) {
+      console.log(`${c} ${name.padEnd(21)} ${s.tput.toFixed(0).padStart(9)} ` +
+        `${String(s.p50).padStart(8)} ${String(s.p99).padStart(8)} ${String(s.errors).padStart(7)}`)
+    }
+    const q = row.quorumlock
+    if (!q) continue
+    const parts = []
+    const rf = rust[conc]
+    if (rf !== undefined) {
+      parts.push(`p50 vs rust floor (${rf} µs) ${ratio(q.p50, rf)} ` +
+        `(goal <= ${P50_GOAL}: ${verdict(rf > 0 && q.p50 / rf <= P50_GOAL)})`)
+    }
+    if (row.floor) parts.push(`p50 vs node floor ${ratio(q.p50, row.floor.p50)}`)
+    const r5 = row['redlock@5.0.0-beta.2']
+    if (r5) {
+      parts.push(`ops/s vs redlock 5 ${ratio(q.tput, r5.tput)} ` +
+        `(goal >= ${TPUT_GOAL}: ${verdict(r5.tput > 0 && q.tput / r5.tput >= TPUT_GOAL)})`)
+    }
+    for (const peer of ['redlock@4.2.0', '@sesamecare/redlock']) {
+      if (row[peer]) parts.push(`vs ${peer} ${ratio(q.tput, row[peer].tput)}`)
+    }
+    console.log(`${c} quorumlock: ${parts.join('; ')}`)
+  }
+}
+
+async function main () {
+  const env = process.env
+  const { values } = parseArgs({
+    options: {
+      secs: { type: 'string', default: env.QL_BENCH_SECS ?? '3' },
+      rounds: { type: 'string', default: env.QL_BENCH_ROUNDS ?? '2' },
+      conc: { type: 'string', default: '16,64' },
+      only: { type: 'string', default: '' },
+      'rust-json': { type: 'string', default: env.QL_BENCH_RUST_JSON },
+      json: { type: 'string' }
+    }
+  })
+  const opts = { secs: Number(values.secs), rounds: Number(values.rounds) }
+  if (!(opts.secs > 0) || !(opts.rounds >= 1)) throw new RangeError('--secs and --rounds must be positive')
+  const only = new Set(values.only.split(',').filter(Boolean))
+  const impls = IMPLS.filter((i) => only.size === 0 || only.has(i.name))
+  const rust = {}
+  if (values['rust-json']) {
+    for (const c of JSON.parse(readFileSync(values['rust-json'], 'utf8')).cases) {
+      rust[c.concurrency] = c.floor.p50_us
+    }
+  }
+  const [urls, runDir] = startNodes()
+  const results = new Map()
+  const messages = {}
+  let runId = 0
+  try {
+    for (const conc of values.conc.split(',').map(Number)) {
+      const runs = Object.fromEntries(impls.map((i) => [i.name, []]))
+      for (let round = 1; round <= opts.rounds; round++) {
+        for (const impl of impls) {
+          const [s, msgs] = await runOne(impl, urls, conc, ++runId, opts.secs)
+          runs[impl.name].push(s)
+          const bucket = (messages[impl.name] ??= {})
+          for (const [m, n] of Object.entries(msgs)) bucket[m] = (bucket[m] ?? 0) + n
+          console.error(`  c=${conc} ${impl.name.padEnd(21)} run ${round}: ${s.tput.toFixed(0).padStart(7)} ops/s  ` +
+            `p50 ${String(s.p50).padStart(6)} µs  p99 ${String(s.p99).padStart(6)} µs  errors ${s.errors}`)
+        }
+      }
+      const best = (rs) => rs.reduce((a, b) => (b.tput > a.tput ? b : a))
+      results.set(conc, Object.fromEntries(Object.entries(runs).map(([n, rs]) => [n, best(rs)])))
+    }
+  } finally {
+    stopNodes(runDir)
+  }
+  for (const [name, msgs] of Object.entries(messages)) {
+    for (const [m, n] of Object.entries(msgs).sort((a, b) => b[1] - a[1]).slice(0, 3)) {
+      console.error(`  ${name} error x${n}: ${m}`)
+    }
+  }
+  printTable(opts, results, rust)
+  if (values.json) {
+    writeFileSync(values.json, JSON.stringify({ cases: Object.fromEntries(results), rust_floor_p50_us: rust }))
+  }
+}
+
+await main()

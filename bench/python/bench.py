@@ -1,0 +1,266 @@
+"""Python benchmark: acquire+release latency and throughput of quorumlock (sync API on
+threads, asyncio API on tasks) against redlock-py, pottery, aioredlock and a raw redis-py
+floor, on the same 5 local redis-server nodes (ql-harness), in one run.
+
+    python bench/python/bench.py [--secs 3] [--rounds 2] [--conc 16,64]
+                                 [--rust-json FILE] [--json FILE] [--only a,b]
+
+Each worker loops on its own key for a warm-up and then ``--secs`` measured seconds; only
+operations started in the measured window count. Implementations alternate for ``--rounds``
+rounds and the best run of each by throughput is shown, as in bench/rust. A failed
+operation (exception, refusal or a 10 s timeout) is counted, never fatal. ``--rust-json`` is
+the output of ``cargo run --release -p quorumlock-bench -- --json``: its floor p50 at the same
+concurrency is the reference of the p50 goal. Nodes: $QL_NODES (comma-separated URLs) if
+set, else 5 started with ql-harness ($QL_HARNESS, --persist $QL_BENCH_PERSIST or always:
+the Python binding has no quarantine option, so the nodes must be durable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from impls import IMPLS
+
+ROOT = Path(__file__).resolve().parents[2]
+WARMUP = 0.5
+OP_TIMEOUT = 10.0
+P50_GOAL = 1.2
+TPUT_GOAL = 10.0
+
+
+class Stats:
+    """One run: successful ops in the window, failures, ops/s, p50/p99 in µs."""
+
+    def __init__(self, lat_ns: list[int], errors: int, window: float) -> None:
+        lat_ns.sort()
+        n = len(lat_ns)
+
+        def pct(p: int) -> int:
+            return lat_ns[min(n * p // 100, n - 1)] // 1000 if n else 0
+
+        self.ops, self.errors, self.tput = n, errors, n / window
+        self.p50, self.p99 = pct(50), pct(99)
+
+    def json(self) -> dict[str, float]:
+        return {"ops": self.ops, "errors": self.errors, "ops_per_sec": round(self.tput),
+                "p50_us": self.p50, "p99_us": self.p99}
+
+
+class Recorder:
+    """Latencies of operations started in the measured window, failures, first messages."""
+
+    def __init__(self, warm_end: float, end: float) -> None:
+        self.warm_end, self.end = warm_end, end
+        self.lat: list[int] = []
+        self.errors = 0
+        self.messages: dict[str, int] = {}
+
+    def record(self, t0: float, t1: float, ok: bool, exc: BaseException | None = None) -> None:
+        if exc is not None:
+            msg = f"{type(exc).__name__}: {str(exc)[:120]}"
+            self.messages[msg] = self.messages.get(msg, 0) + 1
+        if t0 < self.warm_end:
+            return
+        if ok:
+            self.lat.append(int((t1 - t0) * 1e9))
+        else:
+            self.errors += 1
+
+
+def run_threads(cls, urls: list[str], conc: int, run_id: int, secs: float) -> Recorder:
+    impl = cls(urls)
+    start = time.perf_counter()
+    rec = Recorder(start + WARMUP, start + WARMUP + secs)
+    lock = threading.Lock()
+
+    def worker(key: str) -> None:
+        local: list[tuple[float, float, bool, BaseException | None]] = []
+        while True:
+            t0 = time.perf_counter()
+            if t0 >= rec.end:
+                break
+            try:
+                ok, exc = bool(impl.op(key)), None
+            except Exception as e:
+                ok, exc = False, e
+            local.append((t0, time.perf_counter(), ok, exc))
+        with lock:
+            for r in local:
+                rec.record(*r)
+
+    threads = [threading.Thread(target=worker, args=(f"bench:{run_id}:{i}",), daemon=True)
+               for i in range(conc)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=max(0.0, rec.end + OP_TIMEOUT - time.perf_counter()))
+    stuck = sum(t.is_alive() for t in threads)
+    if stuck:
+        rec.errors += stuck
+        rec.messages[f"{stuck} threads stuck past the window"] = stuck
+    else:
+        impl.close()
+    return rec
+
+
+async def run_tasks(cls, urls: list[str], conc: int, run_id: int, secs: float) -> Recorder:
+    impl = cls(urls)
+    start = time.perf_counter()
+    rec = Recorder(start + WARMUP, start + WARMUP + secs)
+
+    async def worker(key: str) -> None:
+        while True:
+            t0 = time.perf_counter()
+            if t0 >= rec.end:
+                break
+            try:
+                ok, exc = bool(await asyncio.wait_for(impl.op(key), OP_TIMEOUT)), None
+            except Exception as e:
+                ok, exc = False, e
+            rec.record(t0, time.perf_counter(), ok, exc)
+
+    await asyncio.gather(*(worker(f"bench:{run_id}:{i}") for i in range(conc)))
+    try:
+        await asyncio.wait_for(impl.close(), OP_TIMEOUT)
+    except Exception as e:
+        rec.messages[f"close: {type(e).__name__}: {e}"] = 1
+    return rec
+
+
+def run_one(cls, urls: list[str], conc: int, run_id: int, secs: float) -> tuple[Stats, dict]:
+    try:
+        if cls.mode == "thread":
+            rec = run_threads(cls, urls, conc, run_id, secs)
+        else:
+            rec = asyncio.run(run_tasks(cls, urls, conc, run_id, secs))
+    except Exception as e:  # set-up failure: the whole run counts as one failure
+        return Stats([], 1, secs), {f"set-up: {type(e).__name__}: {e}": 1}
+    return Stats(rec.lat, rec.errors, secs), rec.messages
+
+
+def start_nodes() -> tuple[list[str], str | None]:
+    if os.environ.get("QL_NODES"):
+        return os.environ["QL_NODES"].split(","), None
+    harness = os.environ.get("QL_HARNESS") or str(ROOT / "target" / "debug" / "ql-harness")
+    persist = os.environ.get("QL_BENCH_PERSIST", "always")
+    out = subprocess.run(
+        [harness, "start", "--nodes", "5", "--persist", persist, "--parent", str(os.getpid())],
+        check=True, capture_output=True, text=True, timeout=60,
+    ).stdout
+    info = json.loads(out)
+    return [n["url"] for n in info["nodes"]], info["run_dir"]
+
+
+def stop_nodes(run_dir: str | None) -> None:
+    if run_dir is not None:
+        harness = os.environ.get("QL_HARNESS") or str(ROOT / "target" / "debug" / "ql-harness")
+        subprocess.run([harness, "stop", run_dir], check=False, capture_output=True, timeout=60)
+
+
+def rust_floor(path: str | None) -> dict[int, int]:
+    """Rust floor p50 (µs) per concurrency from quorumlock-bench --json, or {}."""
+    if not path:
+        return {}
+    data = json.loads(Path(path).read_text())
+    return {c["concurrency"]: c["floor"]["p50_us"] for c in data["cases"]}
+
+
+def ratio(a: float, b: float) -> str:
+    return f"x{a / b:.2f}" if b > 0 else "n/a"
+
+
+def verdict(met: bool) -> str:
+    return "goal met" if met else "goal missed"
+
+
+def print_table(args, results: dict[int, dict[str, Stats]], rust: dict[int, int]) -> None:
+    load = os.getloadavg()
+    print(f"quorumlock Python bench: 5 nodes, {args.secs} s per case, {args.rounds} runs each "
+          f"(best by throughput), load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"{'case':<8} {'impl':<17} {'mode':<7} {'ops/s':>9} {'p50 µs':>8} {'p99 µs':>8} "
+          f"{'errors':>7}")
+    modes = {c.name: c.mode for c in IMPLS}
+    for conc, row in results.items():
+        for name, s in row.items():
+            print(f"c={conc:<6} {name:<17} {modes[name]:<7} {s.tput:>9.0f} {s.p50:>8} "
+                  f"{s.p99:>8} {s.errors:>7}")
+        floor, aio = row.get("floor"), row.get("aioredlock")
+        rf = rust.get(conc)
+        if rf is not None:
+            print(f"c={conc:<6} rust floor p50 {rf} µs")
+        for name in ("quorumlock-sync", "quorumlock-async"):
+            q = row.get(name)
+            if q is None:
+                continue
+            parts = []
+            if rf is not None:
+                met = rf > 0 and q.p50 / rf <= P50_GOAL
+                parts.append(f"p50 vs rust floor {ratio(q.p50, rf)} "
+                             f"(goal <= {P50_GOAL}: {verdict(met)})")
+            if floor is not None:
+                parts.append(f"p50 vs py floor {ratio(q.p50, floor.p50)}")
+            if aio is not None:
+                met = aio.tput > 0 and q.tput / aio.tput >= TPUT_GOAL
+                parts.append(f"ops/s vs aioredlock {ratio(q.tput, aio.tput)} "
+                             f"(goal >= {TPUT_GOAL:.0f}: {verdict(met)})")
+            for peer in ("redlock-py", "pottery"):
+                if peer in row:
+                    parts.append(f"vs {peer} {ratio(q.tput, row[peer].tput)}")
+            print(f"c={conc:<6} {name}: " + "; ".join(parts))
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--secs", type=float, default=float(os.environ.get("QL_BENCH_SECS", "3")))
+    p.add_argument("--rounds", type=int, default=int(os.environ.get("QL_BENCH_ROUNDS", "2")))
+    p.add_argument("--conc", default="16,64")
+    p.add_argument("--only", default="", help="comma-separated implementation names")
+    p.add_argument("--rust-json", default=os.environ.get("QL_BENCH_RUST_JSON"))
+    p.add_argument("--json", help="also write the results as JSON to this file")
+    args = p.parse_args()
+    if not (args.secs > 0 and args.rounds > 0):
+        p.error("--secs and --rounds must be positive")
+    only = set(filter(None, args.only.split(",")))
+    impls = [c for c in IMPLS if not only or c.name in only]
+    rust = rust_floor(args.rust_json)
+    urls, run_dir = start_nodes()
+    results: dict[int, dict[str, Stats]] = {}
+    messages: dict[str, dict[str, int]] = {}
+    run_id = 0
+    try:
+        for conc in (int(c) for c in args.conc.split(",")):
+            runs: dict[str, list[Stats]] = {c.name: [] for c in impls}
+            for rnd in range(1, args.rounds + 1):
+                for cls in impls:
+                    run_id += 1
+                    s, msgs = run_one(cls, urls, conc, run_id, args.secs)
+                    runs[cls.name].append(s)
+                    for m, n in msgs.items():
+                        bucket = messages.setdefault(cls.name, {})
+                        bucket[m] = bucket.get(m, 0) + n
+                    print(f"  c={conc} {cls.name:<17} run {rnd}: {s.tput:>7.0f} ops/s  "
+                          f"p50 {s.p50:>6} µs  p99 {s.p99:>6} µs  errors {s.errors}",
+                          file=sys.stderr, flush=True)
+            results[conc] = {n: max(r, key=lambda s: s.tput) for n, r in runs.items()}
+    finally:
+        stop_nodes(run_dir)
+    for name, msgs in messages.items():
+        for m, n in sorted(msgs.items(), key=lambda kv: -kv[1])[:3]:
+            print(f"  {name} error x{n}: {m}", file=sys.stderr)
+    print_table(args, results, rust)
+    if args.json:
+        out = {str(c): {n: s.json() for n, s in row.items()} for c, row in results.items()}
+        Path(args.json).write_text(json.dumps({"cases": out, "rust_floor_p50_us": rust}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+# Benchmarks of the Python and Node packages against their peer libraries and the Rust raw
+# floor (bench/run; not tests, not part of `make test`). Release builds; peers from PyPI and
+# npm go into bench/.venv and bench/node/node_modules only.
+BENCH_VENV := bench/.venv
+
+.PHONY: bench-python bench-node bench-python-env bench-node-env
+
+$(BENCH_VENV)/bin/python:
+	python3 -m venv $(BENCH_VENV)
+
+## bench-python-env: the peers and a release wheel of quorumlock in bench/.venv. A wheel, not
+## `maturin develop`: an editable install would load whatever .so the last build left in python/.
+bench-python-env: $(BENCH_VENV)/bin/python
+	$(BENCH_VENV)/bin/pip install -q -r bench/python/requirements.txt
+	rm -rf bench/.wheels
+	cd python && ../$(BENCH_VENV)/bin/maturin build --release -q -o ../bench/.wheels
+	$(BENCH_VENV)/bin/pip install -q --force-reinstall --no-deps bench/.wheels/quorumlock-*.whl
+
+## bench-python: quorumlock (threads, asyncio) vs redlock-py, pottery, aioredlock, a redis-py floor.
+bench-python: deps harness bench-python-env
+	bench/run python
+
+## bench-node-env: the peers (bench/node/package-lock.json) and a release copy of the addon.
+bench-node-env: node/node_modules
+	cd bench/node && $(NPM) ci --no-audit --no-fund
+	cd node && $(NPM) run build
+	rm -rf bench/node/.pkg && mkdir -p bench/node/.pkg/quorumlock
+	cp -r node/package.json node/index.js node/native.js node/compat node/quorumlock.*.node \
+	  bench/node/.pkg/quorumlock/
+
+## bench-node: quorumlock vs redlock 4.2.0, 5.0.0-beta.2, @sesamecare-oss/redlock, an ioredis floor.
+bench-node: deps harness bench-node-env
+	bench/run node
