@@ -121,6 +121,7 @@ impl Builder {
                 server,
                 nodes,
                 keep: false,
+                fsync_marks: Vec::new(),
             }),
             Err(e) => {
                 let _ = std::fs::write(run_dir.join(run::KEPT_MARKER), "start failed\n");
@@ -144,6 +145,8 @@ pub struct Cluster {
     server: Server,
     nodes: Vec<Node>,
     keep: bool,
+    /// `(node, AOF file, size)` recorded by [`Cluster::mark_fsync`].
+    fsync_marks: Vec<(usize, PathBuf, u64)>,
 }
 
 impl Cluster {
@@ -261,6 +264,65 @@ impl Cluster {
         self.command(i, &[b"CLIENT", b"PAUSE", ms.as_bytes(), mode.as_bytes()])?
             .into_result()
             .map(drop)
+    }
+
+    /// Node `i`'s clock-skew control file.
+    pub fn skew_file(&self, i: usize) -> PathBuf {
+        self.nodes[i].dir.join(crate::skew::FILE_NAME)
+    }
+
+    /// Skews node `i`'s wall clock: `offset_ms` jumps it (relative to the last offset), `rate`
+    /// bends it from now on. Takes effect within about 20 ms. Fails if the shim is missing.
+    pub fn skew(&self, i: usize, offset_ms: i64, rate: f64) -> io::Result<()> {
+        self.require_shim()?;
+        crate::skew::set(&self.skew_file(i), offset_ms, rate)
+    }
+
+    /// Puts node `i`'s wall clock back to real time.
+    pub fn skew_reset(&self, i: usize) -> io::Result<()> {
+        self.require_shim()?;
+        crate::skew::reset(&self.skew_file(i))
+    }
+
+    fn require_shim(&self) -> io::Result<()> {
+        if crate::skew::shim_path().is_none() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "clock-skew shim not built (set QL_SKEWCLOCK_SO to libskewclock.so)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Remembers the size of node `i`'s current incremental AOF file as "safely on disk"
+    /// (`docs/TESTING.md` §3.2). Only for [`Persist::Everysec`] nodes.
+    pub fn mark_fsync(&mut self, i: usize) -> io::Result<()> {
+        if self.persist(i) != Persist::Everysec {
+            return Err(io::Error::other(format!(
+                "node {i} is not an everysec node"
+            )));
+        }
+        let file = crate::aof::current_incr_file(&self.nodes[i].dir)?;
+        let size = std::fs::metadata(&file)?.len();
+        self.fsync_marks.retain(|(n, ..)| *n != i);
+        self.fsync_marks.push((i, file, size));
+        Ok(())
+    }
+
+    /// Emulates a power loss on a killed `everysec` node: truncates its AOF back to the size
+    /// recorded by [`mark_fsync`](Self::mark_fsync). Returns the bytes cut off.
+    pub fn lose_unfsynced(&mut self, i: usize) -> io::Result<u64> {
+        if self.is_running(i) {
+            return Err(io::Error::other(format!("node {i} runs: kill it first")));
+        }
+        let Some(pos) = self.fsync_marks.iter().position(|(n, ..)| *n == i) else {
+            return Err(io::Error::other(format!("node {i}: no mark_fsync")));
+        };
+        let (_, file, size) = self.fsync_marks.remove(pos);
+        let f = std::fs::OpenOptions::new().write(true).open(&file)?;
+        let before = f.metadata()?.len();
+        f.set_len(size)?;
+        Ok(before.saturating_sub(size))
     }
 
     /// `SCRIPT FLUSH` on node `i`.

@@ -84,6 +84,21 @@ fn run(c: &mut Cluster, op: &str, req: &Value) -> Result<Value, String> {
             let mode = req.get("mode").and_then(Value::as_str).unwrap_or("ALL");
             c.client_pause(i, ms, mode).map_err(io)?;
         }
+        "skew" => {
+            let i = node()?;
+            if req.get("reset").and_then(Value::as_bool) == Some(true) {
+                c.skew_reset(i).map_err(io)?;
+            } else {
+                let offset = req.get("offset_ms").and_then(Value::as_i64).unwrap_or(0);
+                let rate = req.get("rate").and_then(Value::as_f64).unwrap_or(1.0);
+                c.skew(i, offset, rate).map_err(io)?;
+            }
+        }
+        "mark_fsync" => c.mark_fsync(node()?).map_err(io)?,
+        "lose_unfsynced" => {
+            let bytes = c.lose_unfsynced(node()?).map_err(io)?;
+            return Ok(json!({"bytes_lost": bytes}));
+        }
         "now" | "stop" => {}
         _ => return Err(format!("unknown op {op:?}")),
     }
@@ -103,6 +118,7 @@ pub fn up_json(cluster: &Cluster, supervisor_pid: u32) -> Value {
                 "pid": cluster.pid(i),
                 "persist": cluster.persist(i).as_str(),
                 "log": cluster.log_path(i),
+                "skew_file": cluster.skew_file(i),
             })
         })
         .collect();
@@ -112,6 +128,7 @@ pub fn up_json(cluster: &Cluster, supervisor_pid: u32) -> Value {
         "ctl": dir.join("ctl.sock"),
         "supervisor_pid": supervisor_pid,
         "nodes": nodes,
+        "shim": crate::skew::shim_path().is_some(),
         "clock": "CLOCK_BOOTTIME",
         "t_us": crate::now_us(),
     })

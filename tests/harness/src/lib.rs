@@ -6,15 +6,20 @@
 
 #![forbid(unsafe_code)]
 
+mod aof;
 pub mod checker;
 pub mod cluster;
 pub mod ctl;
+pub mod history;
 mod node;
+pub mod proxy;
 pub mod resp;
 pub mod run;
+pub mod skew;
 
 pub use checker::{Violation, Window, check};
 pub use cluster::{Builder, Cluster, Persist};
+pub use proxy::{FaultProxy, Mode, Partition, ProxyMesh, ProxyStats};
 pub use resp::{Reply, command, command_timeout};
 
 use nix::time::{ClockId, clock_gettime};

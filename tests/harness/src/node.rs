@@ -139,6 +139,11 @@ impl Node {
         if server.debug_flag {
             cmd.args(["--enable-debug-command", "local"]);
         }
+        if let Some(shim) = crate::skew::shim_path() {
+            let control = dir.join(crate::skew::FILE_NAME);
+            crate::skew::init(&control)?;
+            cmd.env("LD_PRELOAD", shim).env("SKEWCLOCK_FILE", control);
+        }
         cmd.args(persist.server_args())
             .current_dir(&dir)
             .stdin(Stdio::null())

@@ -240,6 +240,17 @@ fn binary_start_ctl_stop_round_trip() {
     );
     let (ok, a) = ctl(r#"{"op":"now"}"#);
     assert!(ok && a["t_us"].as_u64().unwrap() > 0);
+    let skew_file = Path::new(&run_dir).join("n0").join("skew");
+    let (ok, a) = ctl(r#"{"op":"skew","node":0,"offset_ms":10000,"rate":1.5}"#);
+    assert!(ok && a["ok"] == true, "{a}");
+    assert_eq!(std::fs::read_to_string(&skew_file).unwrap(), "10000 1.5\n");
+    let (ok, a) = ctl(r#"{"op":"skew","node":0,"reset":true}"#);
+    assert!(ok && a["ok"] == true, "{a}");
+    assert_eq!(std::fs::read_to_string(&skew_file).unwrap(), "reset\n");
+    let (ok, a) = ctl(r#"{"op":"skew","node":0,"rate":0}"#);
+    assert!(!ok && a["error"].is_string(), "a zero rate is refused: {a}");
+    let (ok, a) = ctl(r#"{"op":"mark_fsync","node":0}"#);
+    assert!(!ok, "node 0 is not an everysec node: {a}");
     let (ok, a) = ctl(r#"{"op":"pause","node":9}"#);
     assert!(!ok && a["ok"] == false && a["error"].is_string(), "{a}");
     let (ok, _) = ctl(r#"{"op":"no_such_op"}"#);

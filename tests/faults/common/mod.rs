@@ -1,0 +1,305 @@
+//! The choreography shared by the fault tests (`docs/TESTING.md` §5 common setup): five
+//! durable nodes under the clock shim, one unfaulted resource node, per-node proxies, a holder
+//! A that holds exactly {n0, n1, n2}, and contending workers that record every window.
+// Each test target uses a different subset of these helpers; a helper that cannot set up its
+// nodes panics, which is what a test helper should do.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use quorumlock::{Client, LockOptions, MonoTime, Quarantine};
+use quorumlock_harness::history::{Recorder, Row};
+use quorumlock_harness::{Cluster, FaultProxy, Mode, Persist};
+
+use crate::workload::{self, Behaviour, Job};
+
+/// Lock TTL of every scenario: large margins make every outcome certain (§1.7).
+pub const TTL_MS: u64 = 2_000;
+/// Workers that contend with A.
+pub const WORKERS: usize = 3;
+/// The contended resource.
+pub const RESOURCE: &str = "faults";
+
+/// True when `QL_FAULTS_FULL=1`: more runs per scenario.
+pub fn full() -> bool {
+    std::env::var("QL_FAULTS_FULL").is_ok_and(|v| v == "1")
+}
+
+/// Runs of each matrix scenario: 1, or 3 with `QL_FAULTS_FULL=1`.
+pub fn runs() -> u64 {
+    if full() { 3 } else { 1 }
+}
+
+/// Lock options of every client: TTL 2 s, node timeout 100 ms, one attempt per call.
+pub fn opts() -> LockOptions {
+    LockOptions::default()
+        .ttl(Duration::from_millis(TTL_MS))
+        .node_timeout(Duration::from_millis(100))
+        .retry_count(0)
+}
+
+/// Five lock nodes, their shared proxies, A's private proxies to n3 and n4 (in `Reset`), and
+/// the resource node.
+pub struct Bench {
+    /// The lock nodes (behind a mutex: kill and restart need `&mut`).
+    pub nodes: Mutex<Cluster>,
+    /// The unfaulted resource node (holds the counter).
+    pub resource: Cluster,
+    /// One proxy per node, used by the workers and by A for n0–n2.
+    pub proxies: Vec<FaultProxy>,
+    /// A's proxies to n3 and n4, in `Reset`: A can hold only {n0, n1, n2}.
+    pub a_cut: Vec<FaultProxy>,
+}
+
+impl Bench {
+    /// Starts everything.
+    pub fn start() -> Bench {
+        let nodes = Cluster::builder().nodes(5).start().expect("lock nodes");
+        let resource = Cluster::builder().nodes(1).start().expect("resource node");
+        let proxies = (0..5)
+            .map(|i| FaultProxy::start(nodes.addr(i)).expect("proxy"))
+            .collect();
+        let a_cut: Vec<FaultProxy> = (3..5)
+            .map(|i| FaultProxy::start(nodes.addr(i)).expect("proxy"))
+            .collect();
+        for p in &a_cut {
+            p.set(Mode::Reset);
+        }
+        Bench {
+            nodes: Mutex::new(nodes),
+            resource,
+            proxies,
+            a_cut,
+        }
+    }
+
+    /// The lock nodes.
+    pub fn nodes(&self) -> MutexGuard<'_, Cluster> {
+        self.nodes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The workers' node URLs: every node through its shared proxy.
+    pub fn worker_urls(&self) -> Vec<String> {
+        self.proxies.iter().map(FaultProxy::url).collect()
+    }
+
+    /// A's node URLs: n0–n2 through the shared proxies, n3–n4 cut.
+    pub fn a_urls(&self) -> Vec<String> {
+        let mut urls: Vec<String> = self.proxies[..3].iter().map(FaultProxy::url).collect();
+        urls.extend(self.a_cut.iter().map(FaultProxy::url));
+        urls
+    }
+
+    /// The resource counter's value.
+    pub fn counter(&self) -> u64 {
+        let reply = self
+            .resource
+            .command(0, &[b"GET", workload::COUNTER_KEY])
+            .unwrap();
+        reply
+            .as_bytes()
+            .and_then(|b| std::str::from_utf8(b).ok()?.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+/// Client settings of a scenario.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientCfg {
+    /// Restart quarantine of the workers' clients.
+    pub quarantine: Quarantine,
+    /// `max_ttl` of the workers' clients (with `quarantine_margin` 1 s: Qp = max_ttl + 1 s).
+    pub max_ttl: Duration,
+}
+
+impl Default for ClientCfg {
+    fn default() -> Self {
+        ClientCfg {
+            quarantine: Quarantine::On,
+            max_ttl: Duration::from_secs(3),
+        }
+    }
+}
+
+/// Connects one client to `urls`.
+pub async fn connect(urls: Vec<String>, cfg: ClientCfg) -> Client {
+    Client::builder()
+        .nodes(urls)
+        .lock_options(opts())
+        .max_ttl(cfg.max_ttl)
+        .quarantine(cfg.quarantine)
+        .quarantine_margin(Duration::from_secs(1))
+        .connect()
+        .await
+        .expect("connect")
+}
+
+/// Runs a blocking harness call (kill, restart, SIGSTOP) from async code.
+pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(f)
+}
+
+/// A fault script: called once A holds {n0, n1, n2}; it injects the fault, waits as it likes,
+/// and heals. It runs concurrently with A and the workers.
+pub type Script = Box<dyn FnOnce(Arc<Bench>) -> tokio::task::JoinHandle<()> + Send>;
+
+/// One scenario.
+pub struct Scenario {
+    /// Name in the table.
+    pub name: &'static str,
+    /// True for MUST-PASS rows.
+    pub must_pass: bool,
+    /// Client settings.
+    pub cfg: ClientCfg,
+    /// A ignores its validity and works this long (the "ignores validity" mutant).
+    pub a_ignores_validity: Option<Duration>,
+    /// How long the workers contend after A acquired.
+    pub secs: f64,
+    /// Restart n2 with this persistence before A acquires (an `everysec` node also gets
+    /// `mark_fsync` right before A's acquire).
+    pub n2_persist: Option<Persist>,
+}
+
+/// Runs `scenario` once with `script`, returning the recorder and the number of lost updates.
+pub async fn run_once(scenario: &Scenario, script: Script) -> (Recorder, u64) {
+    let bench = Arc::new(blocking(Bench::start));
+    let rec = Arc::new(Recorder::new());
+    if let Some(persist) = scenario.n2_persist {
+        blocking(|| bench.nodes().restart(2, persist)).expect("restart n2");
+        if persist != Persist::Always && scenario.cfg.quarantine != Quarantine::Off {
+            // Let the quarantine of the fresh non-durable n2 (max_ttl + 1 s) pass first.
+            let qp = scenario.cfg.max_ttl + Duration::from_millis(1_300);
+            tokio::time::sleep(qp).await;
+        }
+    }
+    let a = connect(bench.a_urls(), scenario.cfg).await;
+    let mut workers = Vec::new();
+    for _ in 0..WORKERS {
+        workers.push(connect(bench.worker_urls(), scenario.cfg).await);
+    }
+    if scenario.n2_persist == Some(Persist::Everysec) {
+        blocking(|| bench.nodes().mark_fsync(2)).expect("mark_fsync n2");
+    }
+    let lock = a
+        .acquire_with([RESOURCE], &opts().retry_count(20))
+        .await
+        .expect("A acquires {n0,n1,n2}");
+    let a_start = MonoTime::now();
+    let until = a_start + Duration::from_secs_f64(scenario.secs);
+    let fault = script(Arc::clone(&bench));
+    let counter = Some(bench.resource.addr(0));
+    let mut tasks = Vec::new();
+    for (k, client) in workers.into_iter().enumerate() {
+        let job = Job {
+            name: format!("w{k}"),
+            resource: RESOURCE.into(),
+            opts: opts(),
+            hold: Duration::from_millis(300),
+            until,
+            pause: Duration::from_millis(15),
+            counter,
+            behaviour: Behaviour::Respectful,
+        };
+        tasks.push(tokio::spawn(workload::run_worker(
+            client,
+            job,
+            Arc::clone(&rec),
+        )));
+    }
+    let a_job = Job {
+        name: "A".into(),
+        resource: RESOURCE.into(),
+        opts: opts(),
+        hold: scenario
+            .a_ignores_validity
+            .unwrap_or_else(|| lock.remaining().saturating_sub(Duration::from_millis(10))),
+        until,
+        pause: Duration::ZERO,
+        counter,
+        behaviour: if scenario.a_ignores_validity.is_some() {
+            Behaviour::IgnoresValidity
+        } else {
+            Behaviour::Respectful
+        },
+    };
+    workload::hold(&lock, a_start, &a_job, 0, &rec).await;
+    for t in tasks {
+        t.await.expect("worker");
+    }
+    fault.await.expect("fault script");
+    let lost = rec
+        .writes_acked()
+        .saturating_sub(blocking(|| bench.counter()));
+    let rec = Arc::into_inner(rec).expect("workers finished");
+    (rec, lost)
+}
+
+/// Runs `scenario` [`runs`] times (a fresh bench each time), prints its row and asserts the
+/// expectation: zero violations and zero lost updates for MUST-PASS, at least one violation
+/// for MUST-FAIL.
+pub async fn run(scenario: Scenario, mut script: impl FnMut() -> Script) -> Row {
+    let mut row = Row {
+        scenario: scenario.name.into(),
+        expect: if scenario.must_pass {
+            "MUST-PASS"
+        } else {
+            "MUST-FAIL"
+        }
+        .into(),
+        ..Row::default()
+    };
+    let mut details = Vec::new();
+    for _ in 0..runs() {
+        let (rec, lost) = run_once(&scenario, script()).await;
+        for v in rec.violations().iter().take(3) {
+            details.push(format!(
+                "  {} [{}..{}) vs {} [{}..{}) overlap {} ms",
+                v.a.holder,
+                v.a.start_us,
+                v.a.end_us,
+                v.b.holder,
+                v.b.start_us,
+                v.b.end_us,
+                v.overlap_us / 1000
+            ));
+        }
+        row.add_run(&rec, Some(lost));
+    }
+    row.report();
+    let detail = details.join("\n");
+    if scenario.must_pass {
+        assert_eq!(row.violations, 0, "{}: overlaps\n{detail}", scenario.name);
+        assert_eq!(row.lost_updates, Some(0), "{}: lost updates", scenario.name);
+        assert!(
+            row.acquisitions > row.runs,
+            "{}: no worker acquired",
+            scenario.name
+        );
+    } else {
+        assert!(
+            row.violations >= 1,
+            "{}: the checker must flag this scenario",
+            scenario.name
+        );
+        assert!(
+            row.max_overlap_us >= 100_000,
+            "{}: a must-fail overlap is hundreds of ms, not noise: {row:?}",
+            scenario.name
+        );
+    }
+    row
+}
+
+/// Connects a fresh client with the quarantine on and returns node 2's kind in the report of
+/// one acquisition of a side resource: proof that a restart was (or was not) quarantined.
+pub async fn n2_kind_for_a_fresh_client(bench: &Bench) -> quorumlock::NodeKind {
+    let client = connect(bench.worker_urls(), ClientCfg::default()).await;
+    let lock = client
+        .acquire_with(["probe"], &opts().retry_count(20))
+        .await
+        .expect("probe acquire");
+    let kind = lock.report().nodes()[2].kind;
+    let _ = lock.release().await;
+    kind
+}

@@ -1,0 +1,186 @@
+//! The record of one scenario run: every holder's window on the shared clock, acquisition
+//! counts, acknowledged resource writes, and the summary line the fault tests print
+//! (`docs/TESTING.md` §4.2–4.3).
+
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::checker::{self, Violation, Window};
+
+/// Collects windows and counters from every worker of one run. Shared through an `Arc`.
+#[derive(Debug, Default)]
+pub struct Recorder {
+    windows: Mutex<Vec<Window>>,
+    acquisitions: AtomicU64,
+    failures: AtomicU64,
+    writes_acked: AtomicU64,
+}
+
+impl Recorder {
+    /// An empty recorder.
+    pub fn new() -> Recorder {
+        Recorder::default()
+    }
+
+    /// Records one holder's window `[start_us, end_us)` on `resource` and counts the
+    /// acquisition.
+    pub fn window(&self, resource: &str, holder: &str, start_us: u64, end_us: u64) {
+        self.acquisitions.fetch_add(1, Ordering::Relaxed);
+        let w = Window {
+            resource: resource.to_string(),
+            holder: holder.to_string(),
+            start_us,
+            end_us,
+        };
+        self.windows
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(w);
+    }
+
+    /// Counts a failed acquisition attempt.
+    pub fn failed(&self) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a resource write that the resource node acknowledged.
+    pub fn write_acked(&self) {
+        self.writes_acked.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Every window recorded so far.
+    pub fn windows(&self) -> Vec<Window> {
+        self.windows
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Successful acquisitions.
+    pub fn acquisitions(&self) -> u64 {
+        self.acquisitions.load(Ordering::Relaxed)
+    }
+
+    /// Failed acquisition attempts.
+    pub fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
+
+    /// Acknowledged resource writes.
+    pub fn writes_acked(&self) -> u64 {
+        self.writes_acked.load(Ordering::Relaxed)
+    }
+
+    /// Runs the overlap checker over every window.
+    pub fn violations(&self) -> Vec<Violation> {
+        checker::check(&self.windows())
+    }
+
+    /// Writes the windows as JSON lines (`{"resource","holder","start_us","end_us"}`).
+    pub fn write_jsonl(&self, path: &Path) -> std::io::Result<()> {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+        for w in self.windows() {
+            let line = serde_json::json!({
+                "resource": w.resource, "holder": w.holder,
+                "start_us": w.start_us, "end_us": w.end_us,
+            });
+            writeln!(f, "{line}")?;
+        }
+        f.flush()
+    }
+}
+
+/// The result of one scenario over all its runs: one line of the safety table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Row {
+    /// Scenario name, for example `P4 minority paused`.
+    pub scenario: String,
+    /// `MUST-PASS` or `MUST-FAIL`.
+    pub expect: String,
+    /// Runs of the scenario.
+    pub runs: u64,
+    /// Successful acquisitions over all runs.
+    pub acquisitions: u64,
+    /// Overlapping window pairs over all runs.
+    pub violations: u64,
+    /// Longest overlap, microseconds.
+    pub max_overlap_us: u64,
+    /// Lost updates on the resource counter, if the scenario has one.
+    pub lost_updates: Option<u64>,
+}
+
+impl Row {
+    /// Adds one run's results.
+    pub fn add_run(&mut self, rec: &Recorder, lost_updates: Option<u64>) {
+        let v = rec.violations();
+        self.runs += 1;
+        self.acquisitions += rec.acquisitions();
+        self.violations += u64::try_from(v.len()).unwrap_or(u64::MAX);
+        let max = v.iter().map(|v| v.overlap_us).max().unwrap_or(0);
+        self.max_overlap_us = self.max_overlap_us.max(max);
+        if let Some(n) = lost_updates {
+            self.lost_updates = Some(self.lost_updates.unwrap_or(0) + n);
+        }
+    }
+
+    /// `| scenario | expect | runs | acquisitions | violations | max overlap ms | lost updates |`
+    pub fn line(&self) -> String {
+        let lost = self
+            .lost_updates
+            .map_or_else(|| "-".to_string(), |n| n.to_string());
+        format!(
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            self.scenario,
+            self.expect,
+            self.runs,
+            self.acquisitions,
+            self.violations,
+            self.max_overlap_us / 1000,
+            lost
+        )
+    }
+
+    /// Prints the line (prefixed `FAULTS-ROW `) and appends it to the file named by
+    /// `QL_FAULTS_TABLE`, if set.
+    pub fn report(&self) {
+        let line = self.line();
+        println!("FAULTS-ROW {line}");
+        if let Some(path) = std::env::var_os("QL_FAULTS_TABLE") {
+            let appended = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .and_then(|mut f| writeln!(f, "{line}"));
+            if let Err(e) = appended {
+                eprintln!("QL_FAULTS_TABLE: {e}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_sums_runs_and_keeps_the_longest_overlap() {
+        let rec = Recorder::new();
+        rec.window("r", "a", 0, 1_000_000);
+        rec.window("r", "b", 400_000, 1_500_000);
+        rec.window("r", "c", 2_000_000, 2_100_000);
+        let mut row = Row {
+            scenario: "x".into(),
+            expect: "MUST-FAIL".into(),
+            ..Row::default()
+        };
+        row.add_run(&rec, Some(2));
+        row.add_run(&Recorder::new(), Some(1));
+        assert_eq!(row.runs, 2);
+        assert_eq!(row.acquisitions, 3);
+        assert_eq!(row.violations, 1);
+        assert_eq!(row.max_overlap_us, 600_000);
+        assert_eq!(row.line(), "| x | MUST-FAIL | 2 | 3 | 1 | 600 | 3 |");
+    }
+}
