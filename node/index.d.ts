@@ -164,6 +164,8 @@ export interface ClientOptions extends LockOptions {
   connectTimeoutMs?: number
   /** Key prefix (default `'quorumlock:'`); keys are `<prefix>{<resource>}`. */
   keyPrefix?: string
+  /** `'braced'` (default: `<prefix>{<resource>}`) or `'bare'` (`<prefix><resource>`). */
+  keyFormat?: 'braced' | 'bare'
   /** Fail `Client.connect` unless a quorum of nodes connected (default false). */
   requireQuorum?: boolean
   /**

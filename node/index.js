@@ -122,6 +122,7 @@ const CLIENT_OPTIONS = {
     if (typeof v !== 'string') throw new TypeError(`keyPrefix must be a string (got ${typeof v})`)
     return v
   },
+  keyFormat: checkChoice('keyFormat', ['braced', 'bare']),
   requireQuorum: (v) => checkBool('requireQuorum', v),
   quarantine: checkChoice('quarantine', ['on', 'strict', 'off']),
   quarantineMarginMs: (v) => checkMs('quarantineMarginMs', v, true),

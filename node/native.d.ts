@@ -147,6 +147,8 @@ export interface NativeClientOptions {
   connectTimeoutMs?: number
   /** Key prefix (default `quorumlock:`). */
   keyPrefix?: string
+  /** Key format: `braced` (`<prefix>{<resource>}`, default) or `bare` (`<prefix><resource>`). */
+  keyFormat?: string
   /** Fail unless a quorum of nodes connected. */
   requireQuorum?: boolean
   /** Restart quarantine: `on` (default), `strict` or `off`. */

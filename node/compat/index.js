@@ -124,7 +124,13 @@ class Redlock extends EventEmitter {
     this.settings = { ...defaultSettings, ...settings }
     const urls = [...this.clients].map(nodeUrl)
     Object.defineProperty(this, 'client', {
-      value: new Client({ nodes: urls, driftFactor: this.settings.driftFactor }),
+      // node-redlock locks the bare resource name: share its keys during a migration.
+      value: new Client({
+        nodes: urls,
+        driftFactor: this.settings.driftFactor,
+        keyPrefix: '',
+        keyFormat: 'bare',
+      }),
     })
   }
 

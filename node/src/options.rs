@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use napi_derive::napi;
-use quorumlock::{ClientBuilder, EvictionCheck, LockOptions, Quarantine};
+use quorumlock::{ClientBuilder, EvictionCheck, KeyFormat, LockOptions, Quarantine};
 
 use crate::error::NativeError;
 
@@ -55,6 +55,8 @@ pub struct NativeClientOptions {
     pub connect_timeout_ms: Option<f64>,
     /// Key prefix (default `quorumlock:`).
     pub key_prefix: Option<String>,
+    /// Key format: `braced` (`<prefix>{<resource>}`, default) or `bare` (`<prefix><resource>`).
+    pub key_format: Option<String>,
     /// Fail unless a quorum of nodes connected.
     pub require_quorum: Option<bool>,
     /// Restart quarantine: `on` (default), `strict` or `off`.
@@ -164,6 +166,13 @@ impl NativeClientOptions {
         }
         if let Some(p) = &self.key_prefix {
             b = b.key_prefix(p);
+        }
+        if let Some(f) = &self.key_format {
+            b = b.key_format(match f.as_str() {
+                "braced" => KeyFormat::Braced,
+                "bare" => KeyFormat::Bare,
+                _ => return Err(choice_error("keyFormat", "'braced', 'bare'", f)),
+            });
         }
         if let Some(on) = self.require_quorum {
             b = b.require_quorum(on);

@@ -122,7 +122,7 @@ test('README: error handler, using() and acquire/extend/release run unchanged', 
   assert.equal(lock, first, 'extend updates the handle in place (ARCHITECTURE.md §5.3)')
   assert.ok(lock instanceof Lock)
   assert.deepEqual(errors, [])
-  assert.deepEqual(await valuesOn(cluster, 'quorumlock:{a}'), [null, null, null])
+  assert.deepEqual(await valuesOn(cluster, 'a'), [null, null, null])
   await redlock.quit()
   assert.equal(redisA.quitCalls, 1)
 })
@@ -132,6 +132,9 @@ test('lock fields follow node-redlock: resources, value, attempts, expiration', 
   const lock = await redlock.acquire(['fields'], 2000)
   assert.deepEqual(lock.resources, ['fields'])
   assert.match(lock.value, /^[0-9a-f]{40}$/)
+  // The bare resource name is the key, as in node-redlock.
+  const held = (await valuesOn(cluster, 'fields')).filter((v) => String(v) === lock.value)
+  assert.ok(held.length >= 2, `bare keys held on ${held.length} nodes`)
   assert.equal(lock.attempts.length, 1)
   const stats = await lock.attempts[0]
   assert.equal(stats.membershipSize, 3)
@@ -160,7 +163,7 @@ test('a busy resource throws ExecutionError with attempts and emits ResourceLock
 test('using() aborts its signal with signal.error when the lock is lost', async () => {
   const redlock = new Redlock([redisA, redisB, redisC])
   const seen = await redlock.using(['compat-lost'], 900, { automaticExtensionThreshold: 600 }, async (signal) => {
-    await Promise.all([0, 1, 2].map((i) => cluster.command(i, 'DEL', 'quorumlock:{compat-lost}')))
+    await Promise.all([0, 1, 2].map((i) => cluster.command(i, 'DEL', 'compat-lost')))
     for (let i = 0; i < 100 && !signal.aborted; i++) await new Promise((r) => setTimeout(r, 20))
     return { aborted: signal.aborted, code: signal.error?.code }
   })

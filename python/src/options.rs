@@ -7,7 +7,7 @@ use std::time::Duration;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use quorumlock::{ClientBuilder, EvictionCheck, LockOptions, Quarantine};
+use quorumlock::{ClientBuilder, EvictionCheck, KeyFormat, LockOptions, Quarantine};
 
 use crate::error::invalid;
 
@@ -107,6 +107,7 @@ pub(crate) struct ClientConfig {
     max_ttl: Option<Duration>,
     connect_timeout: Option<Duration>,
     key_prefix: Option<Vec<u8>>,
+    key_format: Option<KeyFormat>,
     require_quorum: bool,
     quarantine: Option<Quarantine>,
     quarantine_margin: Option<Duration>,
@@ -143,6 +144,7 @@ impl ClientConfig {
             max_ttl: None,
             connect_timeout: None,
             key_prefix: None,
+            key_format: None,
             require_quorum: false,
             quarantine: None,
             quarantine_margin: None,
@@ -164,6 +166,7 @@ impl ClientConfig {
                 "max_ttl" => cfg.max_ttl = Some(seconds(&key, &v)?),
                 "connect_timeout" => cfg.connect_timeout = Some(seconds(&key, &v)?),
                 "key_prefix" => cfg.key_prefix = Some(name_bytes("key_prefix", &v)?),
+                "key_format" => cfg.key_format = Some(key_format(&v)?),
                 "require_quorum" => cfg.require_quorum = flag(&key, &v)?,
                 "quarantine" => cfg.quarantine = Some(quarantine(&v)?),
                 "quarantine_margin" => cfg.quarantine_margin = Some(seconds(&key, &v)?),
@@ -195,6 +198,9 @@ impl ClientConfig {
         }
         if let Some(p) = &self.key_prefix {
             b = b.key_prefix(p);
+        }
+        if let Some(f) = self.key_format {
+            b = b.key_format(f);
         }
         if let Some(q) = self.quarantine {
             b = b.quarantine(q);
@@ -232,6 +238,14 @@ fn quarantine(v: &Bound<'_, PyAny>) -> PyResult<Quarantine> {
         0 => Quarantine::On,
         1 => Quarantine::Strict,
         _ => Quarantine::Off,
+    })
+}
+
+/// `"braced"` (`<prefix>{<name>}`) or `"bare"` (`<prefix><name>`).
+fn key_format(v: &Bound<'_, PyAny>) -> PyResult<KeyFormat> {
+    Ok(match choice("key_format", v, &["braced", "bare"])? {
+        0 => KeyFormat::Braced,
+        _ => KeyFormat::Bare,
     })
 }
 

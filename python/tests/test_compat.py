@@ -29,6 +29,8 @@ def test_redlock_py_readme(cluster: Cluster):
     assert isinstance(my_lock, Lock)
     assert 0 < my_lock.validity <= 1000
     assert my_lock.resource == "my_resource_name"
+    # The bare resource name is the key, as in redlock-py.
+    assert cluster.get(0, b"my_resource_name") == my_lock.key.encode()
     assert dlm.lock("my_resource_name", 1000) is False
     dlm.unlock(my_lock)
     again = dlm.lock("my_resource_name", 1000)

@@ -165,7 +165,8 @@ class _ClientBase:
         redis-py clients). Options: default lock options (``ttl``, ``retry_count``,
         ``retry_delay``, ``retry_jitter``, ``wait``, ``fenced``, ``fence_counter_ttl``, ...)
         and client settings (``drift_factor``, ``max_ttl``, ``connect_timeout``,
-        ``key_prefix``, ``require_quorum``, ``quarantine`` = ``"on"`` | ``"strict"`` |
+        ``key_prefix``, ``key_format`` = ``"braced"`` | ``"bare"``, ``require_quorum``,
+        ``quarantine`` = ``"on"`` | ``"strict"`` |
         ``"off"``, ``quarantine_margin``, ``eviction_check`` = ``"refuse"`` | ``"warn"`` |
         ``"off"``). Durations are float seconds."""
         self._native = _quorumlock.Client(node_urls(nodes), **options)

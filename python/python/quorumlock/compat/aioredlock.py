@@ -3,8 +3,9 @@ to ``from quorumlock.compat.aioredlock import Aioredlock, LockError``.
 
 ``lock(resource, lock_timeout=None)`` acquires (with auto-extension when ``lock_timeout`` is
 ``None``, as aioredlock's watchdog does), ``extend``, ``unlock``, ``is_locked`` and
-``destroy`` behave as in aioredlock. Sentinel connections are not supported. Keys use
-quorumlock's format (``quorumlock:{resource}``), not aioredlock's bare resource name.
+``destroy`` behave as in aioredlock. Sentinel connections are not supported. Keys are the
+bare resource name, as in aioredlock, so both can lock the same resources during a
+migration.
 """
 
 from __future__ import annotations
@@ -118,7 +119,10 @@ class Aioredlock:
 
     async def _native(self) -> _quorumlock.Client:
         if self._client is None:
-            self._client = await asyncio.to_thread(_quorumlock.Client, self._urls)
+            # aioredlock locks the bare resource name: share its keys during a migration.
+            self._client = await asyncio.to_thread(
+                _quorumlock.Client, self._urls, key_prefix="", key_format="bare"
+            )
         return self._client
 
     async def lock(self, resource: str, lock_timeout: float | None = None) -> Lock:

@@ -3,8 +3,8 @@
 
 ``lock(resource, ttl_ms)`` returns a ``Lock(validity, resource, key)`` namedtuple (validity
 in milliseconds, key the lock value) or ``False``; ``unlock(lock)`` releases it. Node
-failures that prevent a quorum raise ``MultipleRedlockException``. Keys use quorumlock's
-format (``quorumlock:{resource}``), not redlock-py's bare resource name.
+failures that prevent a quorum raise ``MultipleRedlockException``. Keys are the bare
+resource name, as in redlock-py, so both can lock the same resources during a migration.
 """
 
 from __future__ import annotations
@@ -52,8 +52,12 @@ class Redlock:
     ) -> None:
         self.retry_count = retry_count or self.default_retry_count
         self.retry_delay = retry_delay or self.default_retry_delay
+        # redlock-py locks the bare resource name: share its keys during a migration.
         self._client = _quorumlock.Client(
-            node_urls(connection_list), drift_factor=self.clock_drift_factor
+            node_urls(connection_list),
+            drift_factor=self.clock_drift_factor,
+            key_prefix="",
+            key_format="bare",
         )
         self._held: dict[tuple[str, str], _quorumlock.Lock] = {}
         self._mutex = threading.Lock()
