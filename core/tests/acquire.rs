@@ -68,13 +68,7 @@ async fn busy_lock_is_reported_as_busy_with_node_detail() {
     let e = client.acquire_with(["r"], &opts).await.unwrap_err();
     assert_eq!(e.attempts(), 3);
     held.release().await.unwrap();
-    client
-        .acquire(["r"])
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    lock_and_release(&client, "r").await;
 }
 
 #[tokio::test]
@@ -358,13 +352,7 @@ async fn wrong_password_is_reported_as_auth_without_leaking_it() {
         .map(|i| format!("redis://:right-pass@{}", c.addr(i)))
         .collect();
     let client = quorumlock::Client::connect(urls).await.unwrap();
-    client
-        .acquire(["auth"])
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    lock_and_release(&client, "auth").await;
 }
 
 #[tokio::test]
@@ -389,13 +377,7 @@ async fn unreachable_nodes_with_require_quorum_is_a_connection_error() {
 async fn node_restart_reconnects() {
     let mut c = cluster(3);
     let client = client(&c).await;
-    client
-        .acquire(["r1"])
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    lock_and_release(&client, "r1").await;
     c.kill(0);
     c.restart(0, Persist::Always).unwrap();
     // The first request after the restart may see the broken connection; a later one works.

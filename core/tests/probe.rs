@@ -52,13 +52,7 @@ async fn quarantine_off_counts_fresh_non_durable_nodes() {
         .connect()
         .await
         .unwrap();
-    client
-        .acquire(["q"])
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    lock_and_release(&client, "q").await;
 }
 
 #[tokio::test]
@@ -69,13 +63,7 @@ async fn durable_nodes_serve_at_once_and_a_non_durable_restart_is_quarantined() 
         .connect()
         .await
         .unwrap();
-    client
-        .acquire(["r"])
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    lock_and_release(&client, "r").await;
     c.kill(0);
     c.restart(0, Persist::None).unwrap();
     // The broken connection is noticed by the next request; the reconnect probes the node.

@@ -83,3 +83,14 @@ pub async fn wait_holders(c: &Cluster, key: &[u8], value: &str, n: usize) -> usi
     }
     holders(c, key, value)
 }
+
+/// Acquires `resource` with the client's defaults and releases it at once.
+pub async fn lock_and_release(client: &Client, resource: &str) {
+    client
+        .acquire([resource])
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+}
