@@ -15,6 +15,7 @@ use crate::config::LockOptions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fencing;
 use crate::lock::{Grant, Lock};
+use crate::metrics::ClientStats;
 use crate::quorum::{self, Decide};
 use crate::report::{NodeKind, Report};
 use crate::value;
@@ -97,7 +98,30 @@ async fn cancel_now(cleanup: Option<JoinHandle<()>>, attempts: u32) -> Error {
     Error::new(ErrorKind::Cancelled, "the acquisition was cancelled").with_attempts(attempts)
 }
 
+/// One acquire call: the attempts of [`attempts`], counted in the client's metrics.
 pub(crate) async fn acquire(
+    inner: &Arc<Inner>,
+    resources: Vec<Vec<u8>>,
+    opts: LockOptions,
+    cancel: Option<&CancelToken>,
+) -> Result<Lock> {
+    let start = MonoTime::now();
+    let result = attempts(inner, resources, opts, cancel).await;
+    let elapsed = MonoTime::now() - start;
+    let outcome = result.as_ref().map(|_| ()).map_err(Error::kind);
+    inner.stats.acquire.done(outcome, elapsed);
+    tracing::debug!(
+        target: "quorumlock",
+        op = "acquire",
+        outcome = outcome.err().map_or("ok", ErrorKind::as_str),
+        attempts = result.as_ref().map_or_else(Error::attempts, Lock::attempts),
+        elapsed_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
+        "acquire finished"
+    );
+    result
+}
+
+async fn attempts(
     inner: &Arc<Inner>,
     resources: Vec<Vec<u8>>,
     opts: LockOptions,
@@ -124,6 +148,7 @@ pub(crate) async fn acquire(
     let mut attempt: u32 = 0;
     loop {
         attempt = attempt.saturating_add(1);
+        ClientStats::bump(&inner.stats.attempts);
         let span = tracing::debug_span!("quorumlock.acquire", attempt, nodes = inner.nodes.len());
         let guard = CleanupGuard {
             inner: inner.clone(),

@@ -57,6 +57,11 @@ impl Client {
         &self.inner
     }
 
+    /// [`crate::Client::metrics`]: a snapshot of the counters (never blocks).
+    pub fn metrics(&self) -> crate::Metrics {
+        self.inner.metrics()
+    }
+
     /// Blocking [`crate::Client::acquire`].
     ///
     /// # Errors

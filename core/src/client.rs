@@ -11,6 +11,7 @@ use crate::cancel::CancelToken;
 use crate::config::{self, EvictionCheck, KeyFormat, LockOptions, Quarantine, Timing};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::Lock;
+use crate::metrics::{ClientStats, Metrics};
 use crate::node::probe::Checks;
 use crate::node::{Node, RunIds};
 use crate::quorum::{self, Decide};
@@ -24,6 +25,7 @@ pub(crate) struct Inner {
     pub(crate) key_format: KeyFormat,
     pub(crate) defaults: LockOptions,
     pub(crate) runtime: Handle,
+    pub(crate) stats: ClientStats,
     pid: u32,
 }
 
@@ -304,6 +306,7 @@ impl ClientBuilder {
             key_format: self.key_format,
             defaults: self.defaults,
             runtime,
+            stats: ClientStats::default(),
             pid: std::process::id(),
         };
         let ok = connected.count(NodeKind::Ok);
@@ -399,6 +402,19 @@ impl Client {
     /// Node addresses (`host:port/db`), in configuration order.
     pub fn addresses(&self) -> Vec<String> {
         self.inner.nodes.iter().map(|n| n.address.clone()).collect()
+    }
+
+    /// A snapshot of this client's counters and latency histograms (shared by its clones):
+    /// acquisitions by outcome, extends, releases, losses, wake-ups, and per node the
+    /// replies by kind and their latency. [`Metrics::to_prometheus`] renders it as text.
+    pub fn metrics(&self) -> Metrics {
+        let nodes = self
+            .inner
+            .nodes
+            .iter()
+            .map(|n| n.stats.snapshot(n.index, &n.address))
+            .collect();
+        self.inner.stats.snapshot(nodes)
     }
 
     /// The default lock options of this client.

@@ -33,6 +33,7 @@ mod config;
 mod error;
 mod fencing;
 mod lock;
+mod metrics;
 mod node;
 mod quorum;
 mod report;
@@ -52,6 +53,7 @@ pub use config::{
 };
 pub use error::{Error, ErrorKind, LostReason, Result};
 pub use lock::{Lock, LostSignal};
+pub use metrics::{Histogram, LATENCY_BOUNDS_US, Metrics, NodeMetrics, OpMetrics};
 pub use report::{NodeCategory, NodeKind, NodeResult, Report};
 pub use value::{MIN_GIVEN_HEX, VALUE_BYTES};
 

@@ -11,6 +11,7 @@ use crate::client::Inner;
 use crate::clock::MonoTime;
 use crate::config::LockOptions;
 use crate::error::{Error, ErrorKind, LostReason, Result};
+use crate::metrics::ClientStats;
 use crate::quorum::{self, Decide};
 use crate::report::{NodeKind, Report};
 use crate::watchdog;
@@ -281,6 +282,7 @@ pub(crate) fn mark_lost(shared: &Shared, error: &Error) {
         }
         st.phase = Phase::Lost(error.clone());
     }
+    ClientStats::bump(&shared.grant.inner.stats.lost);
     tracing::warn!(%error, "lock lost");
     shared.signal.send_replace(Signal::Lost(error.clone()));
     let g = &shared.grant;
@@ -321,6 +323,20 @@ fn cap_reached(shared: &Shared, what: &str) -> Error {
 }
 
 pub(crate) async fn extend(shared: &Shared, ttl: Duration) -> Result<()> {
+    let start = MonoTime::now();
+    let result = extend_once(shared, ttl).await;
+    let outcome = result.as_ref().map(|_| ()).map_err(Error::kind);
+    shared
+        .grant
+        .inner
+        .stats
+        .extend
+        .done(outcome, MonoTime::now() - start);
+    tracing::debug!(target: "quorumlock", op = "extend", outcome = outcome.err().map_or("ok", ErrorKind::as_str), "extend finished");
+    result
+}
+
+async fn extend_once(shared: &Shared, ttl: Duration) -> Result<()> {
     let g = &shared.grant;
     g.inner.check_process()?;
     let _op = shared.op.lock().await;
@@ -404,6 +420,19 @@ pub(crate) async fn extend(shared: &Shared, ttl: Duration) -> Result<()> {
 }
 
 async fn release(shared: &Shared) -> Result<Report> {
+    let start = MonoTime::now();
+    let result = release_once(shared).await;
+    let outcome = result.as_ref().map(|_| ()).map_err(Error::kind);
+    shared
+        .grant
+        .inner
+        .stats
+        .release
+        .done(outcome, MonoTime::now() - start);
+    result
+}
+
+async fn release_once(shared: &Shared) -> Result<Report> {
     let g = &shared.grant;
     g.inner.check_process()?;
     stop_watchdog(shared);

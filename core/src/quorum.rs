@@ -114,6 +114,7 @@ where
             }
         }
         tracing::trace!(node = slot.index, kind = %slot.kind, ?latency, "node reply");
+        nodes[i].stats.observe(slot.kind, Some(latency));
         if slot.kind == NodeKind::Ok {
             ok += 1;
         }
@@ -131,7 +132,8 @@ where
                 None => break,
             },
             () = &mut timer => {
-                for slot in results.iter_mut().filter(|r| r.kind == NodeKind::Pending) {
+                for (j, slot) in results.iter_mut().enumerate().filter(|(_, r)| r.kind == NodeKind::Pending) {
+                    nodes[j].stats.observe(NodeKind::Timeout, None);
                     slot.kind = NodeKind::Timeout;
                     slot.detail = Some(format!("no reply within {deadline:?}"));
                 }
@@ -146,9 +148,20 @@ where
         // may never be written. A lock is sturdier on more than q nodes, and a release that
         // timed out (a slow node, not a dead one) must still delete its keys; a failed
         // attempt's cleanup is queued behind its requests on the same connections. Late
-        // replies go nowhere.
+        // replies go nowhere but into the metrics of their node, unless it already counted
+        // a timeout.
+        let late: Vec<Option<Arc<Node>>> = nodes
+            .iter()
+            .zip(&results)
+            .map(|(node, r)| (r.kind == NodeKind::Pending).then(|| node.clone()))
+            .collect();
         tokio::spawn(tokio::time::timeout(DRAIN_BOUND, async move {
-            while pending.next().await.is_some() {}
+            while let Some((i, outcome)) = pending.next().await {
+                if let Some(node) = &late[i] {
+                    let kind = outcome.unwrap_or_else(|(kind, _)| kind);
+                    node.stats.observe(kind, Some(MonoTime::now() - start));
+                }
+            }
         }));
     }
     Round { results }

@@ -90,6 +90,8 @@ pub(crate) struct Node {
     me: Weak<Node>,
     next_id: AtomicU64,
     state: Mutex<State>,
+    /// What this node answered over the client's life.
+    pub(crate) stats: crate::metrics::NodeStats,
 }
 
 impl Node {
@@ -113,6 +115,7 @@ impl Node {
                 last: None,
                 reconnecting: false,
             }),
+            stats: crate::metrics::NodeStats::default(),
         })
     }
 
