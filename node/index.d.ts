@@ -33,6 +33,91 @@ export declare const VERSION: string
  */
 export declare const FENCE_CHECK_SCRIPT: string
 
+/**
+ * Upper bounds of the latency buckets in microseconds (100 µs to 10 s); every histogram has
+ * one more bucket, unbounded, for the rest.
+ */
+export declare const LATENCY_BOUNDS_US: readonly number[]
+
+/**
+ * A latency histogram: `counts[i]` observations fell in bucket `i`, whose upper bound is
+ * `boundsUs[i]` microseconds (inclusive); the last bucket is unbounded.
+ */
+export interface Histogram {
+  /** The bucket bounds in microseconds (`LATENCY_BOUNDS_US`, one fewer than `counts`). */
+  readonly boundsUs: readonly number[]
+  /** Observations per bucket (not cumulative). */
+  readonly counts: readonly number[]
+  /** The sum of all observations in microseconds. */
+  readonly sumUs: number
+  /** The number of observations. */
+  readonly count: number
+  /**
+   * Upper estimate of the median in milliseconds: the bound of the bucket holding it (e.g.
+   * `0.25`); null when empty or above the last bound (10 s).
+   */
+  readonly p50Ms: number | null
+  /** Upper estimate of the 90th percentile in milliseconds, as `p50Ms`. */
+  readonly p90Ms: number | null
+  /** Upper estimate of the 99th percentile in milliseconds, as `p50Ms`. */
+  readonly p99Ms: number | null
+}
+
+/** The outcomes of one kind of operation (acquire, extend or release). */
+export interface OpMetrics {
+  /** Calls that succeeded. */
+  readonly ok: number
+  /** All failed calls (the sum of `failed`). */
+  readonly failures: number
+  /** Failed calls by error code, e.g. `{ QL_BUSY: 2 }`; only codes seen. */
+  readonly failed: Readonly<Partial<Record<ErrorCode, number>>>
+  /** The duration of every call, failed ones included. */
+  readonly latency: Histogram
+}
+
+/** What one node answered over the client's life. */
+export interface NodeMetrics {
+  /** 0-based index in configuration order. */
+  readonly index: number
+  /** `host:port/db`, never with credentials. */
+  readonly address: string
+  /**
+   * Requests by node kind, e.g. `{ Ok: 4, HeldByOther: 2, Released: 2 }`; only kinds seen. A
+   * reply that came after its round was decided at the quorum is counted when it arrives.
+   */
+  readonly replies: Readonly<Record<string, number>>
+  /** All requests sent to the node. */
+  readonly requests: number
+  /**
+   * Requests that ended in a node error (a timeout, a connection or server error, a
+   * quarantined or misconfigured node): anything but a vote or an operation result.
+   */
+  readonly errors: number
+  /** The time to each reply that arrived. */
+  readonly latency: Histogram
+}
+
+/**
+ * A snapshot of a client's counters (`client.metrics()`). Counters only grow; subtract two
+ * snapshots for a rate. They are exact below 2^53.
+ */
+export interface Metrics {
+  /** Acquisition rounds sent (one acquire call may take several). */
+  readonly acquireAttempts: number
+  /** Acquire calls. */
+  readonly acquire: OpMetrics
+  /** Extend calls, the automatic extensions included. */
+  readonly extend: OpMetrics
+  /** Release calls (explicit ones; background cleanups are not counted). */
+  readonly release: OpMetrics
+  /** Locks lost while held (expired or taken over). */
+  readonly lost: number
+  /** Waits cut short by a release notification. */
+  readonly wakeups: number
+  /** One entry per configured node. */
+  readonly nodes: readonly NodeMetrics[]
+}
+
 /** One node's entry of a report. */
 export interface NodeEntry {
   /** 0-based index in configuration order. */
@@ -247,6 +332,13 @@ export declare class Client {
    * QuorumlockError when fewer than a quorum answer.
    */
   ping(): Promise<NodeInfo[]>
+  /**
+   * A snapshot of the client's counters and latency histograms (once connected). Never does
+   * I/O. Client-level totals are exact when the operations have returned.
+   */
+  metrics(): Metrics
+  /** The same snapshot in the Prometheus text exposition format (0.0.4), names `quorumlock_*`. */
+  metricsPrometheus(): string
   /** Acquires a lock on one or more resources (all or nothing). */
   acquire(resources: Resources, options?: AcquireOptions): Promise<Lock>
   /** Acquires with auto-extension, runs `fn`, releases; rejects with QL_LOST if the lock was lost. */

@@ -191,6 +191,55 @@ function toResources(resources) {
   return { buffers, names: Object.freeze([...list]) }
 }
 
+// ---- metrics ------------------------------------------------------------------------------
+
+/** Upper bounds of the latency buckets in microseconds; a last bucket holds the rest. */
+const LATENCY_BOUNDS_US = Object.freeze(native.latencyBoundsUs())
+
+function counts(entries) {
+  return Object.freeze(Object.fromEntries(entries.map(({ name, count }) => [name, count])))
+}
+
+function histogram(h) {
+  return Object.freeze({
+    boundsUs: LATENCY_BOUNDS_US,
+    counts: Object.freeze(h.counts),
+    sumUs: h.sumUs,
+    count: h.count,
+    p50Ms: h.p50Ms ?? null,
+    p90Ms: h.p90Ms ?? null,
+    p99Ms: h.p99Ms ?? null,
+  })
+}
+
+function opMetrics(m) {
+  return Object.freeze({ ok: m.ok, failures: m.failures, failed: counts(m.failed), latency: histogram(m.latency) })
+}
+
+/** The native snapshot as frozen plain objects, with records keyed by code and node kind. */
+function toMetrics(m) {
+  return Object.freeze({
+    acquireAttempts: m.acquireAttempts,
+    acquire: opMetrics(m.acquire),
+    extend: opMetrics(m.extend),
+    release: opMetrics(m.release),
+    lost: m.lost,
+    wakeups: m.wakeups,
+    nodes: Object.freeze(
+      m.nodes.map((n) =>
+        Object.freeze({
+          index: n.index,
+          address: n.address,
+          replies: counts(n.replies),
+          requests: n.requests,
+          errors: n.errors,
+          latency: histogram(n.latency),
+        }),
+      ),
+    ),
+  })
+}
+
 // ---- Lock and Client ---------------------------------------------------------------------
 
 const CREATE = Symbol('create')
@@ -358,6 +407,19 @@ class Client {
     return this.#connected().key(toResources(resource).buffers[0])
   }
 
+  /**
+   * A snapshot of the client's counters and latency histograms (frozen plain objects). No I/O;
+   * counters only grow, so subtract two snapshots for a rate. Throws QL_INVALID before the
+   * client is connected.
+   */
+  metrics() {
+    return toMetrics(this.#connected().metrics())
+  }
+  /** The same snapshot in the Prometheus text exposition format (0.0.4), names `quorumlock_*`. */
+  metricsPrometheus() {
+    return this.#connected().metricsPrometheus()
+  }
+
   /** Acquires a lock on one or more resources; `signal` cancels a pending acquisition. */
   async acquire(resources, options = {}) {
     const { buffers, names } = toResources(resources)
@@ -422,4 +484,5 @@ module.exports = {
   ERROR_CODES,
   VERSION: native.version(),
   FENCE_CHECK_SCRIPT: native.fenceCheckScript(),
+  LATENCY_BOUNDS_US,
 }

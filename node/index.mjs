@@ -1,4 +1,4 @@
 // ESM entry: re-exports the CommonJS package.
 import cjs from './index.js'
 
-export const { Client, Lock, QuorumlockError, ERROR_CODES, VERSION, FENCE_CHECK_SCRIPT } = cjs
+export const { Client, Lock, QuorumlockError, ERROR_CODES, VERSION, FENCE_CHECK_SCRIPT, LATENCY_BOUNDS_US } = cjs

@@ -40,6 +40,16 @@ export declare class NativeClient {
   get addresses(): Array<string>
   /** The Redis key of a resource: `<prefix>{<resource>}`. */
   key(resource: Buffer): Buffer
+  /**
+   * A snapshot of the client's counters and latency histograms. Reads atomics only: no
+   * I/O, never blocks.
+   */
+  metrics(): NativeMetrics
+  /**
+   * The same snapshot in the Prometheus text exposition format (version 0.0.4), metric
+   * names prefixed `quorumlock_`. No I/O.
+   */
+  metricsPrometheus(): string
 }
 
 /** A held lock. */
@@ -108,6 +118,14 @@ export interface ConnectOutcome {
   error?: NativeError
 }
 
+/** One `name: count` pair: an error code (`"QL_BUSY"`) or a node kind (`"HeldByOther"`). */
+export interface CountEntry {
+  /** The code or node kind. */
+  name: string
+  /** How many times it was seen. */
+  count: number
+}
+
 /**
  * Every core error kind with its code, for the test that no kind falls back to
  * `QL_INTERNAL`.
@@ -132,6 +150,12 @@ export interface KindCode {
   /** The code `QuorumlockError.code` carries for it. */
   code: string
 }
+
+/**
+ * The upper bounds of the latency buckets in microseconds; every histogram has one more
+ * bucket, unbounded, for the rest.
+ */
+export declare function latencyBoundsUs(): Array<number>
 
 /** Options of a client. */
 export interface NativeClientOptions {
@@ -177,6 +201,28 @@ export interface NativeError {
   nodes: Array<NodeEntry>
 }
 
+/**
+ * A latency histogram: `counts[i]` observations fell in bucket `i`, whose upper bound is
+ * `latencyBoundsUs()[i]` microseconds (inclusive); the last bucket is unbounded.
+ */
+export interface NativeHistogram {
+  /** Observations per bucket (not cumulative), one more than there are bounds. */
+  counts: Array<number>
+  /** The sum of all observations, in microseconds. */
+  sumUs: number
+  /** The number of observations. */
+  count: number
+  /**
+   * Upper estimate of the median in milliseconds (the bound of its bucket); absent when
+   * empty or above the last bound.
+   */
+  p50Ms?: number
+  /** Upper estimate of the 90th percentile in milliseconds, as `p50Ms`. */
+  p90Ms?: number
+  /** Upper estimate of the 99th percentile in milliseconds, as `p50Ms`. */
+  p99Ms?: number
+}
+
 /** Options of one acquisition; absent fields keep the client's defaults. */
 export interface NativeLockOptions {
   /** Lock time-to-live. */
@@ -205,6 +251,52 @@ export interface NativeLockOptions {
   fenced?: boolean
   /** Let the fencing counters expire after this long without writes. */
   fenceCounterTtlMs?: number
+}
+
+/** A snapshot of a client's counters. */
+export interface NativeMetrics {
+  /** Acquisition rounds sent (one acquire call may take several). */
+  acquireAttempts: number
+  /** Acquire calls. */
+  acquire: NativeOpMetrics
+  /** Extend calls, the automatic extensions included. */
+  extend: NativeOpMetrics
+  /** Explicit release calls. */
+  release: NativeOpMetrics
+  /** Locks lost while held. */
+  lost: number
+  /** Waits cut short by a release notification. */
+  wakeups: number
+  /** One entry per configured node. */
+  nodes: Array<NativeNodeMetrics>
+}
+
+/** What one node answered over the client's life. */
+export interface NativeNodeMetrics {
+  /** 0-based index in configuration order. */
+  index: number
+  /** `host:port/db`, never with credentials (as in reports). */
+  address: string
+  /** Requests by node kind (only kinds seen, in kind order). */
+  replies: Array<CountEntry>
+  /** All requests sent to the node. */
+  requests: number
+  /** Requests that ended in a node error (anything but a vote or an operation result). */
+  errors: number
+  /** The time to each reply that arrived. */
+  latency: NativeHistogram
+}
+
+/** The outcomes of one kind of operation. */
+export interface NativeOpMetrics {
+  /** Calls that succeeded. */
+  ok: number
+  /** All failed calls. */
+  failures: number
+  /** Failed calls by error code (only codes seen, in code order). */
+  failed: Array<CountEntry>
+  /** The duration of every call, failed ones included. */
+  latency: NativeHistogram
 }
 
 /** One node's entry of a report. */

@@ -841,4 +841,5 @@ module.exports.NativeLock = nativeBinding.NativeLock
 module.exports.connect = nativeBinding.connect
 module.exports.errorKinds = nativeBinding.errorKinds
 module.exports.fenceCheckScript = nativeBinding.fenceCheckScript
+module.exports.latencyBoundsUs = nativeBinding.latencyBoundsUs
 module.exports.version = nativeBinding.version

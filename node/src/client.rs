@@ -10,6 +10,7 @@ use quorumlock::CancelToken;
 use crate::admin::{NodeInfoEntry, PingOutcome};
 use crate::error::{NativeError, join_error};
 use crate::lock::NativeLock;
+use crate::metrics::NativeMetrics;
 use crate::options::{NativeClientOptions, NativeLockOptions};
 
 /// Runs `work` on quorumlock's shared runtime, where the client's connections live, and
@@ -172,5 +173,19 @@ impl NativeClient {
     #[napi(catch_unwind)]
     pub fn key(&self, resource: Buffer) -> Buffer {
         self.inner.key(&resource[..]).into()
+    }
+
+    /// A snapshot of the client's counters and latency histograms. Reads atomics only: no
+    /// I/O, never blocks.
+    #[napi(catch_unwind)]
+    pub fn metrics(&self) -> NativeMetrics {
+        NativeMetrics::from(&self.inner.metrics())
+    }
+
+    /// The same snapshot in the Prometheus text exposition format (version 0.0.4), metric
+    /// names prefixed `quorumlock_`. No I/O.
+    #[napi(catch_unwind)]
+    pub fn metrics_prometheus(&self) -> String {
+        self.inner.metrics().to_prometheus()
     }
 }

@@ -41,7 +41,7 @@ pub struct NativeError {
 
 /// The code of a kind; one arm per core kind. A kind added to core without an arm here maps
 /// to `QL_INTERNAL`, which the error-code test catches.
-fn code(kind: ErrorKind) -> &'static str {
+pub(crate) fn code(kind: ErrorKind) -> &'static str {
     match kind {
         ErrorKind::Busy => "QL_BUSY",
         ErrorKind::QuorumNotReached => "QL_QUORUM",

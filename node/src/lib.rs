@@ -10,6 +10,7 @@ pub mod admin;
 pub mod client;
 pub mod error;
 pub mod lock;
+pub mod metrics;
 pub mod options;
 
 use napi_derive::napi;

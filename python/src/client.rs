@@ -11,6 +11,7 @@ use quorumlock::CancelToken;
 use crate::admin::{self, NodeInfo};
 use crate::error::{self, NodeResult, ResultExt};
 use crate::lock::Lock;
+use crate::metrics::Metrics;
 use crate::options::{self, ClientConfig};
 use crate::runtime::{self, EngineRuntime};
 use crate::wait::{self, CancelOnDrop, OnStop};
@@ -161,6 +162,13 @@ impl Client {
             let all = client.ping().await.or_raise()?;
             Python::attach(|py| admin::infos(py, all))
         })
+    }
+
+    /// A snapshot of the counters and latency histograms; it reads counters and never
+    /// waits on the nodes. In a `fork()` child it is the child's own client (connected on
+    /// first use, like every method), counted from zero.
+    fn metrics(&self, py: Python<'_>) -> PyResult<Metrics> {
+        Ok(self.get(py)?.metrics().into())
     }
 
     /// The Redis key of a resource.

@@ -6,6 +6,7 @@ mod admin;
 mod client;
 mod error;
 mod lock;
+mod metrics;
 mod options;
 mod runtime;
 mod wait;
@@ -32,6 +33,8 @@ mod _quorumlock {
     use super::error::{NodeResult, error_for_kind, error_kinds};
     #[pymodule_export]
     use super::lock::Lock;
+    #[pymodule_export]
+    use super::metrics::{Histogram, Metrics, NodeMetrics, OpMetrics};
 
     use pyo3::prelude::*;
 

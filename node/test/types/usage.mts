@@ -1,5 +1,5 @@
 // Type test (tsc --noEmit): the public API as a TypeScript 5.2+ user writes it.
-import { Client, ERROR_CODES, FENCE_CHECK_SCRIPT, QuorumlockError, type ErrorCode, type Lock, type NodeInfo, type ReleaseReport } from 'quorumlock'
+import { Client, ERROR_CODES, FENCE_CHECK_SCRIPT, LATENCY_BOUNDS_US, QuorumlockError, type ErrorCode, type Histogram, type Lock, type Metrics, type NodeInfo, type ReleaseReport } from 'quorumlock'
 import Redlock, { ExecutionError, ResourceLockedError, type RedlockAbortSignal } from 'quorumlock/compat'
 
 const client = await Client.connect({ nodes: ['redis://127.0.0.1:6379'], ttlMs: 5000, retryCount: 3, fenced: true, quarantine: 'strict', evictionCheck: 'warn' })
@@ -17,6 +17,19 @@ void [infos, FENCE_CHECK_SCRIPT.length]
   lock.signal.addEventListener('abort', () => console.log('lost', lock.signal.reason))
   void [remaining, value, extended]
 }
+
+const metrics: Metrics = client.metrics()
+const busy: number = metrics.acquire.failed.QL_BUSY ?? 0
+const latency: Histogram = metrics.acquire.latency
+const p99: number | null = latency.p99Ms
+const deadNodes = metrics.nodes.filter((n) => n.errors > 0).map((n) => `${n.address}: ${n.replies.Timeout ?? 0} timeouts`)
+const bounds: readonly number[] = LATENCY_BOUNDS_US
+const prometheus: string = client.metricsPrometheus()
+void [busy, p99, deadNodes, bounds, prometheus, latency.boundsUs, metrics.acquireAttempts]
+// @ts-expect-error failed is keyed by error code
+void metrics.acquire.failed.BUSY
+// @ts-expect-error the snapshot is read-only
+metrics.lost = 0
 
 const total: number = await client.using('invoice:8', { ttlMs: 2000 }, async (lock) => {
   if (lock.signal.aborted) throw lock.signal.reason

@@ -30,7 +30,7 @@ from ._errors import (
     TimedOut,
     ValidityTooShort,
 )
-from ._quorumlock import NodeInfo, NodeResult
+from ._quorumlock import Histogram, Metrics, NodeInfo, NodeMetrics, NodeResult, OpMetrics
 from ._scoped import AsyncLostFlag, LockScope, LostFlag
 
 __version__: str = _quorumlock.__version__
@@ -50,15 +50,19 @@ __all__ = [
     "Client",
     "ConnectionFailed",
     "ExtensionLimit",
+    "Histogram",
     "InvalidArgument",
     "Lock",
     "LockBusy",
     "LockLost",
     "LockScope",
     "LostFlag",
+    "Metrics",
     "Misconfigured",
     "NodeInfo",
+    "NodeMetrics",
     "NodeResult",
+    "OpMetrics",
     "QuorumNotReached",
     "QuorumlockError",
     "ScriptFailed",

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from . import _quorumlock
-from ._quorumlock import NodeInfo, NodeResult
+from ._quorumlock import Metrics, NodeInfo, NodeResult
 from ._scoped import AsyncLostFlag, LockScope, LostFlag, synchronized
 from .compat._conn import node_urls
 
@@ -187,6 +187,13 @@ class _ClientBase:
     def key(self, resource: str | bytes) -> bytes:
         """The Redis key of a resource."""
         return self._native.key(resource)
+
+    def metrics(self) -> Metrics:
+        """A frozen snapshot of this client's counters and latency histograms (no waiting,
+        also on ``AsyncClient``): ``acquire``, ``extend`` and ``release`` outcomes,
+        ``acquire_attempts``, ``lost``, ``wakeups`` and per node the replies by kind.
+        ``to_prometheus()`` renders it as Prometheus text."""
+        return self._native.metrics()
 
     @property
     def node_count(self) -> int:
