@@ -16,6 +16,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::fencing;
 use crate::lock::{Grant, Lock};
 use crate::metrics::ClientStats;
+use crate::node::notify::Listener;
 use crate::quorum::{self, Decide};
 use crate::report::{NodeKind, Report};
 use crate::value;
@@ -29,8 +30,8 @@ pub(crate) async fn release_keys(
     timeout: Duration,
 ) -> Report {
     quorum::round(&inner.nodes, timeout, Decide::All, |node| {
-        let (keys, value) = (keys.clone(), value.clone());
-        async move { node.release(&keys, &value).await }
+        let (keys, value, notify) = (keys.clone(), value.clone(), inner.notify);
+        async move { node.release(&keys, &value, notify).await }
     })
     .await
     .into_report()
@@ -146,6 +147,9 @@ async fn attempts(
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     let start = MonoTime::now();
     let mut attempt: u32 = 0;
+    // Created at the first wait (once per call); listening ends with the call
+    // (REDLOCK.md §9).
+    let mut listener: Option<Listener> = None;
     loop {
         attempt = attempt.saturating_add(1);
         ClientStats::bump(&inner.stats.attempts);
@@ -233,7 +237,10 @@ async fn attempts(
             .with_validity_us(v)
             .with_report(report);
         tracing::debug!(attempt, %kind, "attempt failed");
-        let cleanup = guard.spawn();
+        let mut cleanup = guard.spawn();
+        if let Some(l) = &listener {
+            l.reset();
+        }
         let delay = opts.retry_delay
             + Duration::from_micros(value::jitter(
                 u64::try_from(opts.retry_jitter.as_micros()).unwrap_or(u64::MAX),
@@ -242,20 +249,78 @@ async fn attempts(
             .wait
             .is_some_and(|w| (MonoTime::now() - start) + delay > w);
         if attempt > opts.retry_count || out_of_budget {
-            if let Some(c) = cleanup {
-                // Bounded by node_timeout; a panic in the task is not the caller's failure.
-                let _ = c.await;
-            }
+            settle(&mut cleanup).await;
             return Err(error);
         }
-        tokio::select! {
-            () = tokio::time::sleep(delay) => {}
-            () = cancelled(cancel) => return Err(cancel_now(cleanup, attempt).await),
+        let mut vacant = false;
+        if attempt == 1
+            && let Some(notifier) = &inner.notifier
+        {
+            // The first wait of this call: listen (while our cleanup finishes), then look
+            // whether the holder released before the subscription was live.
+            tokio::select! {
+                (l, v) = async {
+                    let (l, ()) = tokio::join!(
+                        notifier.listen(&keys, q, node_timeout),
+                        settle(&mut cleanup)
+                    );
+                    let vacant = l.is_some() && vacant_on_quorum(inner, &keys, node_timeout).await;
+                    (l, vacant)
+                } => (listener, vacant) = (l, v),
+                () = cancelled(cancel) => return Err(cancel_now(cleanup, attempt).await),
+            }
         }
-        if let Some(c) = cleanup {
-            let _ = c.await;
+        if !vacant {
+            let released = async {
+                match &listener {
+                    Some(l) => l.released().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let woke = tokio::select! {
+                () = tokio::time::sleep(delay) => false,
+                () = released => true,
+                () = cancelled(cancel) => return Err(cancel_now(cleanup, attempt).await),
+            };
+            if woke {
+                ClientStats::bump(&inner.stats.wakeups);
+                tracing::trace!(attempt, "woken by a release");
+                // A waiter that won some nodes lost a split vote to other waiters: spread
+                // the next round out instead of colliding again.
+                if votes > 0 {
+                    let spread = Duration::from_micros(value::jitter(WAKE_SPREAD_US));
+                    tokio::select! {
+                        () = tokio::time::sleep(spread) => {}
+                        () = cancelled(cancel) => return Err(cancel_now(cleanup, attempt).await),
+                    }
+                }
+            }
         }
+        settle(&mut cleanup).await;
     }
+}
+
+/// The longest pause after a wake-up that follows a split vote (REDLOCK.md §9).
+const WAKE_SPREAD_US: u64 = 20_000;
+
+/// Waits for a background cleanup (bounded by `node_timeout`); a panic in the task is not
+/// the caller's failure. Left in place if this wait is cancelled.
+async fn settle(cleanup: &mut Option<JoinHandle<()>>) {
+    if let Some(c) = cleanup {
+        let _ = c.await;
+    }
+    *cleanup = None;
+}
+
+/// True when a quorum of nodes holds none of `keys`: the holder released between the failed
+/// attempt and the moment the subscription became live, so no message will come.
+async fn vacant_on_quorum(inner: &Inner, keys: &Arc<[Vec<u8>]>, timeout: Duration) -> bool {
+    let round = quorum::round(&inner.nodes, timeout, Decide::All, |node| {
+        let keys = keys.clone();
+        async move { node.vacant(&keys).await }
+    })
+    .await;
+    round.count(NodeKind::NotHeld) >= inner.quorum()
 }
 
 fn failure_message(kind: ErrorKind, votes: usize, q: usize, v: i64, report: &Report) -> String {

@@ -12,6 +12,7 @@ use crate::config::{self, EvictionCheck, KeyFormat, LockOptions, Quarantine, Tim
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::Lock;
 use crate::metrics::{ClientStats, Metrics};
+use crate::node::notify::Notifier;
 use crate::node::probe::Checks;
 use crate::node::{Node, RunIds};
 use crate::quorum::{self, Decide};
@@ -26,6 +27,10 @@ pub(crate) struct Inner {
     pub(crate) defaults: LockOptions,
     pub(crate) runtime: Handle,
     pub(crate) stats: ClientStats,
+    /// Whether releases publish on the key's channel (REDLOCK.md §9).
+    pub(crate) notify: bool,
+    /// The subscribers waiting acquisitions listen through; `None` with notification off.
+    pub(crate) notifier: Option<Arc<Notifier>>,
     pid: u32,
 }
 
@@ -113,6 +118,7 @@ pub struct ClientBuilder {
     quarantine: Quarantine,
     quarantine_margin: Duration,
     eviction_check: EvictionCheck,
+    notify: bool,
 }
 
 impl Default for ClientBuilder {
@@ -130,6 +136,7 @@ impl Default for ClientBuilder {
             quarantine: Quarantine::default(),
             quarantine_margin: config::DEFAULT_QUARANTINE_MARGIN,
             eviction_check: EvictionCheck::default(),
+            notify: true,
         }
     }
 }
@@ -195,6 +202,15 @@ impl ClientBuilder {
         self.defaults = opts;
         self
     }
+    /// Release notification (REDLOCK.md §9; default on): releases publish on
+    /// `<lock key>:released`, and an acquisition that has to wait listens there, so a release
+    /// cuts its retry delay short. Off: releases publish nothing and waiters only poll.
+    /// Notifications are hints; safety never depends on them.
+    pub fn notify(mut self, on: bool) -> Self {
+        self.notify = on;
+        self
+    }
+
     /// Fail [`connect`](Self::connect) unless a quorum of nodes connected (default off: the
     /// client starts and nodes join as they come up).
     pub fn require_quorum(mut self, on: bool) -> Self {
@@ -299,6 +315,9 @@ impl ClientBuilder {
             },
         )
         .await;
+        let notifier = self
+            .notify
+            .then(|| Arc::new(Notifier::new(&nodes, &runtime)));
         let inner = Inner {
             nodes,
             timing,
@@ -307,6 +326,8 @@ impl ClientBuilder {
             defaults: self.defaults,
             runtime,
             stats: ClientStats::default(),
+            notify: self.notify,
+            notifier,
             pid: std::process::id(),
         };
         let ok = connected.count(NodeKind::Ok);

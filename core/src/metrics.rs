@@ -176,7 +176,7 @@ impl NodeStats {
 pub struct NodeMetrics {
     /// The node's position in the client's list.
     pub index: usize,
-    /// `host:port` (no credentials).
+    /// `host:port/db` (no credentials).
     pub address: String,
     /// Requests by outcome (only kinds seen, in [`NodeKind::ALL`] order). A reply that came
     /// after its round was decided is counted when it arrives.

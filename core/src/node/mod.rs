@@ -3,6 +3,7 @@
 //! carry lock traffic (restart quarantine, eviction policy, role, cluster mode, duplicate
 //! server), the requests the engine sends and the classification of their errors.
 
+pub(crate) mod notify;
 mod ops;
 pub(crate) mod probe;
 pub(crate) mod scripts;

@@ -68,18 +68,21 @@ impl Node {
     }
 
     /// RELEASE on this node: `Released` (all keys deleted), `Partial` (some), `HeldByOther`
-    /// (none, another value present) or `NotHeld`.
+    /// (none, another value present) or `NotHeld`. With `notify`, each deleted key is
+    /// published on its release channel.
     pub(crate) async fn release(
         &self,
         keys: &[Vec<u8>],
         value: &str,
+        notify: bool,
     ) -> Result<NodeKind, NodeFailure> {
+        let flag: &[u8] = if notify { b"1" } else { b"0" };
         if keys.len() == 1 {
             return match self
                 .eval(
                     &scripts::RELEASE_ONE,
                     keys,
-                    &[value.as_bytes()],
+                    &[value.as_bytes(), flag],
                     Traffic::Any,
                 )
                 .await?
@@ -91,7 +94,12 @@ impl Node {
             };
         }
         let reply = self
-            .eval(&scripts::RELEASE, keys, &[value.as_bytes()], Traffic::Any)
+            .eval(
+                &scripts::RELEASE,
+                keys,
+                &[value.as_bytes(), flag],
+                Traffic::Any,
+            )
             .await?;
         let counts = match &reply {
             Value::Array(items) => match items.as_slice() {
@@ -109,6 +117,22 @@ impl Node {
             (_, o) if o > 0 => NodeKind::HeldByOther,
             _ => NodeKind::NotHeld,
         })
+    }
+}
+
+impl Node {
+    /// Whether none of `keys` exists here (`NotHeld`) or some does (`HeldByOther`): a read
+    /// that tells a waiter whether a release came before its subscription.
+    pub(crate) async fn vacant(&self, keys: &[Vec<u8>]) -> Result<NodeKind, NodeFailure> {
+        let mut cmd = redis::cmd("EXISTS");
+        for k in keys {
+            cmd.arg(k.as_slice());
+        }
+        match self.send(&cmd, Traffic::Lock).await? {
+            Value::Int(0) => Ok(NodeKind::NotHeld),
+            Value::Int(_) => Ok(NodeKind::HeldByOther),
+            other => Err(unexpected(&other)),
+        }
     }
 }
 

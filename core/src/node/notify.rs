@@ -1,0 +1,423 @@
+//! Release notification (REDLOCK.md §9): the release script publishes on
+//! `<lock key>:released`, and a waiting acquisition listens there so that a release cuts its
+//! retry delay short.
+//!
+//! Each node has one subscriber task with its own pub/sub connection (RESP2 needs one; under
+//! RESP3 it is kept for simplicity), opened when the first waiter of the client listens and
+//! closed after [`IDLE_CLOSE`] without listeners. Waiters register in a registry shared by
+//! the client's nodes; a message on a channel marks its node in every waiter of that channel.
+//! Commands reach a node's task through one queue, so a `SUBSCRIBE` and a later
+//! `UNSUBSCRIBE` of the same channel are sent in the order the registry decided them.
+//!
+//! Notifications are hints: a lost message, a dropped pub/sub connection or a channel the
+//! ACL denies costs at most one normal retry delay, never correctness.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use redis::aio::{PubSubSink, PubSubStream};
+use tokio::runtime::Handle;
+use tokio::sync::{Notify, mpsc, oneshot};
+
+use super::{Node, classify, lock};
+use crate::clock::MonoTime;
+use crate::report::NodeKind;
+
+/// How long a node's pub/sub connection stays open without listeners.
+const IDLE_CLOSE: Duration = Duration::from_secs(30);
+/// The pause before reconnecting a lost pub/sub connection that still has listeners.
+const RECONNECT_DELAY: Duration = Duration::from_millis(250);
+
+/// The channel a release of `key` publishes on.
+pub(crate) fn channel(key: &[u8]) -> Vec<u8> {
+    let mut c = Vec::with_capacity(key.len() + 9);
+    c.extend_from_slice(key);
+    c.extend_from_slice(b":released");
+    c
+}
+
+/// What one waiting acquisition has heard since it last looked: one bit per node.
+#[derive(Default)]
+struct Heard {
+    nodes: AtomicU64,
+    wake: Notify,
+}
+
+/// Which waiters listen on which channel; shared by the client's subscriber tasks.
+#[derive(Default)]
+struct Registry {
+    channels: Mutex<HashMap<Vec<u8>, Vec<Arc<Heard>>>>,
+}
+
+impl Registry {
+    fn deliver(&self, node: usize, channel: &[u8]) {
+        if let Some(waiters) = lock(&self.channels).get(channel) {
+            for w in waiters {
+                w.nodes.fetch_or(1 << (node % 64), Ordering::Relaxed);
+                w.wake.notify_one();
+            }
+        }
+    }
+
+    fn all(&self) -> Vec<Vec<u8>> {
+        lock(&self.channels).keys().cloned().collect()
+    }
+
+    fn has(&self, channel: &[u8]) -> bool {
+        lock(&self.channels).contains_key(channel)
+    }
+
+    fn is_empty(&self) -> bool {
+        lock(&self.channels).is_empty()
+    }
+}
+
+enum Cmd {
+    Subscribe(Vec<u8>),
+    Unsubscribe(Vec<u8>),
+    /// Answered once every command queued before it is done: true when the node's
+    /// subscriptions are live.
+    Sync(oneshot::Sender<bool>),
+}
+
+/// The client's release notification: one subscriber task per node.
+pub(crate) struct Notifier {
+    registry: Arc<Registry>,
+    queues: Vec<mpsc::UnboundedSender<Cmd>>,
+}
+
+impl Notifier {
+    /// Starts one (idle) subscriber task per node on `runtime`.
+    pub(crate) fn new(nodes: &[Arc<Node>], runtime: &Handle) -> Self {
+        let registry = Arc::new(Registry::default());
+        let queues = nodes
+            .iter()
+            .map(|node| {
+                let (tx, rx) = mpsc::unbounded_channel();
+                let task = Subscriber {
+                    index: node.index,
+                    client: node.client.clone(),
+                    timeout: node.checks.connect_timeout,
+                    registry: registry.clone(),
+                    conn: None,
+                    denied_warned: AtomicBool::new(false),
+                };
+                runtime.spawn(task.run(rx));
+                tx
+            })
+            .collect();
+        Self { registry, queues }
+    }
+
+    /// Listens for releases of `keys` on every node and waits (up to `timeout`) until the
+    /// subscriptions are live. `None` when no node could subscribe: the caller polls.
+    pub(crate) async fn listen(
+        self: &Arc<Self>,
+        keys: &[Vec<u8>],
+        quorum: usize,
+        timeout: Duration,
+    ) -> Option<Listener> {
+        let heard = Arc::new(Heard::default());
+        let channels: Vec<Vec<u8>> = keys.iter().map(|k| channel(k)).collect();
+        {
+            let mut map = lock(&self.registry.channels);
+            for ch in &channels {
+                let waiters = map.entry(ch.clone()).or_default();
+                if waiters.is_empty() {
+                    // Queued under the registry lock: the order of SUBSCRIBE and UNSUBSCRIBE
+                    // of one channel is the order of the registry's decisions.
+                    for q in &self.queues {
+                        let _ = q.send(Cmd::Subscribe(ch.clone()));
+                    }
+                }
+                waiters.push(heard.clone());
+            }
+        }
+        let mut listener = Listener {
+            notifier: self.clone(),
+            heard,
+            channels,
+            threshold: quorum,
+        };
+        let acks = self.queues.iter().map(|q| {
+            let (tx, rx) = oneshot::channel();
+            let _ = q.send(Cmd::Sync(tx));
+            async move { rx.await.unwrap_or(false) }
+        });
+        let live = tokio::time::timeout(timeout, futures_util::future::join_all(acks))
+            .await
+            .map_or(0, |acks| acks.into_iter().filter(|&ok| ok).count());
+        if live == 0 {
+            return None;
+        }
+        // With fewer live subscriptions than the quorum, every live node publishing is the
+        // best evidence the waiter can get.
+        listener.threshold = quorum.min(live);
+        Some(listener)
+    }
+}
+
+/// One waiting acquisition's subscription; unsubscribes (when it was the last listener of a
+/// channel) on drop.
+pub(crate) struct Listener {
+    notifier: Arc<Notifier>,
+    heard: Arc<Heard>,
+    channels: Vec<Vec<u8>>,
+    threshold: usize,
+}
+
+impl Listener {
+    /// Forgets what was heard so far: notices that arrive during an attempt belong to the
+    /// state that attempt already saw.
+    pub(crate) fn reset(&self) {
+        self.heard.nodes.store(0, Ordering::Relaxed);
+    }
+
+    /// Completes once releases were heard from the threshold's number of nodes (a quorum, or
+    /// every node whose subscription is live) since the last [`reset`](Self::reset).
+    pub(crate) async fn released(&self) {
+        loop {
+            let seen = self.heard.nodes.load(Ordering::Relaxed).count_ones() as usize;
+            if seen >= self.threshold {
+                return;
+            }
+            self.heard.wake.notified().await;
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let mut map = lock(&self.notifier.registry.channels);
+        for ch in &self.channels {
+            let Some(waiters) = map.get_mut(ch) else {
+                continue;
+            };
+            waiters.retain(|w| !Arc::ptr_eq(w, &self.heard));
+            if waiters.is_empty() {
+                map.remove(ch);
+                for q in &self.notifier.queues {
+                    let _ = q.send(Cmd::Unsubscribe(ch.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// One node's subscriber task and its pub/sub connection.
+struct Subscriber {
+    index: usize,
+    client: redis::Client,
+    timeout: Duration,
+    registry: Arc<Registry>,
+    conn: Option<(PubSubSink, PubSubStream)>,
+    denied_warned: AtomicBool,
+}
+
+impl Subscriber {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Cmd>) {
+        let mut idle_since: Option<MonoTime> = None;
+        let mut retry_at: Option<MonoTime> = None;
+        loop {
+            let idle_close = idle_since.map(|t| t + IDLE_CLOSE);
+            tokio::select! {
+                cmd = rx.recv() => match cmd {
+                    None => return,
+                    Some(Cmd::Subscribe(ch)) => {
+                        idle_since = None;
+                        self.subscribe(&ch).await;
+                    }
+                    Some(Cmd::Unsubscribe(ch)) => {
+                        self.unsubscribe(&ch).await;
+                        if self.registry.is_empty() {
+                            idle_since = Some(MonoTime::now());
+                        }
+                    }
+                    Some(Cmd::Sync(ack)) => {
+                        let _ = ack.send(self.conn.is_some() && !self.denied());
+                    }
+                },
+                msg = next_message(&mut self.conn) => match msg {
+                    Some(msg) => {
+                        if let Ok(ch) = msg.get_channel::<Vec<u8>>() {
+                            self.registry.deliver(self.index, &ch);
+                        }
+                    }
+                    None => {
+                        tracing::debug!(node = self.index, "pub/sub connection lost");
+                        self.conn = None;
+                        retry_at = Some(MonoTime::now() + RECONNECT_DELAY);
+                    }
+                },
+                () = sleep_until(idle_close), if self.conn.is_some() => {
+                    tracing::debug!(node = self.index, "closing the idle pub/sub connection");
+                    self.conn = None;
+                    idle_since = None;
+                }
+                () = sleep_until(retry_at), if self.conn.is_none() => {
+                    retry_at = None;
+                    if !self.registry.is_empty() && !self.connect().await {
+                        retry_at = Some(MonoTime::now() + RECONNECT_DELAY);
+                    }
+                }
+            }
+        }
+    }
+
+    fn denied(&self) -> bool {
+        self.denied_warned.load(Ordering::Relaxed)
+    }
+
+    /// Opens the connection and subscribes every channel that has listeners now.
+    async fn connect(&mut self) -> bool {
+        let opened = tokio::time::timeout(self.timeout, self.client.get_async_pubsub()).await;
+        let pubsub = match opened {
+            Ok(Ok(p)) => p,
+            Ok(Err(e)) => {
+                tracing::debug!(node = self.index, error = %e, "pub/sub connect failed");
+                return false;
+            }
+            Err(_) => {
+                tracing::debug!(node = self.index, "pub/sub connect timed out");
+                return false;
+            }
+        };
+        let (sink, stream) = pubsub.split();
+        self.conn = Some((sink, stream));
+        self.denied_warned.store(false, Ordering::Relaxed);
+        for ch in self.registry.all() {
+            if !self.send(true, &ch).await {
+                break;
+            }
+        }
+        self.conn.is_some()
+    }
+
+    async fn subscribe(&mut self, ch: &[u8]) {
+        if self.conn.is_none() {
+            // Connecting subscribes every registered channel, this one included.
+            self.connect().await;
+        } else if self.registry.has(ch) {
+            self.send(true, ch).await;
+        }
+    }
+
+    async fn unsubscribe(&mut self, ch: &[u8]) {
+        // A listener may have arrived since the decision; its SUBSCRIBE is queued after us
+        // and re-subscribes.
+        if self.conn.is_some() {
+            self.send(false, ch).await;
+        }
+    }
+
+    /// Sends SUBSCRIBE (or UNSUBSCRIBE) and waits for the confirmation. False when the
+    /// connection was dropped because of the failure.
+    async fn send(&mut self, subscribe: bool, ch: &[u8]) -> bool {
+        let Some((sink, _)) = &mut self.conn else {
+            return false;
+        };
+        let r = if subscribe {
+            tokio::time::timeout(self.timeout, sink.subscribe(ch)).await
+        } else {
+            tokio::time::timeout(self.timeout, sink.unsubscribe(ch)).await
+        };
+        let e = match r {
+            Ok(Ok(())) => return true,
+            Ok(Err(e)) => e,
+            Err(_) => {
+                tracing::debug!(node = self.index, "pub/sub command timed out; reconnecting");
+                self.conn = None;
+                return false;
+            }
+        };
+        let (kind, text) = classify(&e);
+        if kind == NodeKind::NoPermission {
+            // Redis 7 denies channels to ACL users by default: poll instead, warn once.
+            if !self.denied_warned.swap(true, Ordering::Relaxed) {
+                tracing::warn!(node = self.index, %text, "release notification is denied by the ACL (add &quorumlock:* or the key prefix's channels); waiters poll this node");
+            }
+            return true;
+        }
+        tracing::debug!(node = self.index, %text, "pub/sub command failed; reconnecting");
+        self.conn = None;
+        false
+    }
+}
+
+async fn next_message(conn: &mut Option<(PubSubSink, PubSubStream)>) -> Option<redis::Msg> {
+    match conn {
+        Some((_, stream)) => stream.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(at: Option<MonoTime>) {
+    match at {
+        Some(t) => tokio::time::sleep(t.saturating_since(MonoTime::now())).await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A listener registered on `channel` with no subscriber tasks behind it.
+    fn listener(threshold: usize) -> (Arc<Notifier>, Listener) {
+        let notifier = Arc::new(Notifier {
+            registry: Arc::new(Registry::default()),
+            queues: Vec::new(),
+        });
+        let heard = Arc::new(Heard::default());
+        let ch = channel(b"k");
+        lock(&notifier.registry.channels)
+            .entry(ch.clone())
+            .or_default()
+            .push(heard.clone());
+        let l = Listener {
+            notifier: notifier.clone(),
+            heard,
+            channels: vec![ch],
+            threshold,
+        };
+        (notifier, l)
+    }
+
+    async fn woken(l: &Listener) -> bool {
+        tokio::time::timeout(Duration::from_millis(20), l.released())
+            .await
+            .is_ok()
+    }
+
+    #[tokio::test]
+    async fn a_notice_during_an_attempt_is_dropped_and_the_next_one_still_wakes() {
+        let (n, l) = listener(2);
+        // Notices from a quorum of nodes while the attempt runs ...
+        n.registry.deliver(0, b"k:released");
+        n.registry.deliver(1, b"k:released");
+        // ... are forgotten when it fails, so they start no second attempt.
+        l.reset();
+        assert!(!woken(&l).await);
+        // The next release still wakes the waiter, but only once a quorum published.
+        n.registry.deliver(2, b"k:released");
+        assert!(!woken(&l).await, "one node is not a quorum");
+        n.registry.deliver(0, b"k:released");
+        assert!(woken(&l).await);
+        // Other channels and repeated notices from one node do not count.
+        l.reset();
+        n.registry.deliver(0, b"other:released");
+        n.registry.deliver(1, b"k:released");
+        n.registry.deliver(1, b"k:released");
+        assert!(!woken(&l).await);
+    }
+
+    #[test]
+    fn the_last_listener_leaving_unregisters_its_channel() {
+        let (n, l) = listener(1);
+        drop(l);
+        assert!(n.registry.is_empty());
+    }
+}

@@ -1,0 +1,206 @@
+//! Release notification (REDLOCK.md §9, issue 8 item 4): a release wakes a waiter at once;
+//! without notification (or with the channel denied) the waiter falls back to polling.
+// Test helpers outside #[test] functions panic on failure by design.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use quorumlock::{Client, LockOptions, MonoTime, NodeKind};
+
+/// Waits with a long, jitter-free retry delay, so a prompt acquisition can only come from a
+/// notification.
+fn slow_poll() -> LockOptions {
+    opts(10_000)
+        .retry_count(5)
+        .retry_delay(Duration::from_secs(2))
+        .retry_jitter(Duration::ZERO)
+}
+
+async fn client_with(c: &Cluster, notify: bool, user: Option<&str>) -> Client {
+    let urls: Vec<String> = match user {
+        Some(u) => c
+            .urls()
+            .iter()
+            .map(|url| url.replacen("redis://", &format!("redis://{u}@"), 1))
+            .collect(),
+        None => c.urls(),
+    };
+    Client::builder()
+        .nodes(urls)
+        .lock_options(opts(10_000))
+        .notify(notify)
+        .connect()
+        .await
+        .expect("connect")
+}
+
+/// Holder acquires, a waiter starts, the holder releases after `hold`; returns the time from
+/// the release to the waiter's success, and the waiter's client.
+async fn hand_off(c: &Cluster, notify: bool, user: Option<&str>, res: &str) -> (Duration, Client) {
+    let holder = client_with(c, notify, user).await;
+    let waiter = client_with(c, notify, user).await;
+    let lock = holder.acquire([res]).await.unwrap();
+    let res2 = res.to_owned();
+    let w = waiter.clone();
+    let task = tokio::spawn(async move {
+        let l = w.acquire_with([res2], &slow_poll()).await.unwrap();
+        let at = MonoTime::now();
+        l.release().await.unwrap();
+        at
+    });
+    // Long enough for the waiter's first attempt, its subscription and its vacancy check.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let released_at = MonoTime::now();
+    let report = lock.release().await.unwrap();
+    assert!(report.was_held_by_quorum(), "{report}");
+    let acquired_at = task.await.unwrap();
+    (acquired_at.saturating_since(released_at), waiter)
+}
+
+#[tokio::test]
+async fn a_release_wakes_the_waiter_at_once() {
+    let c = cluster(3);
+    let (gap, waiter) = hand_off(&c, true, None, "notify:wake").await;
+    // The retry delay is 2 s; a release notice must cut it short (REDLOCK.md §9: about
+    // 20 ms plus one round trip; generous here for a loaded 2-core machine).
+    assert!(gap < Duration::from_millis(500), "hand-off took {gap:?}");
+    assert_eq!(waiter.metrics().wakeups, 1);
+    // Listening ends with the call: every node's channel loses its subscriber.
+    let channel = [waiter.key("notify:wake"), b":released".to_vec()].concat();
+    for _ in 0..100 {
+        let subscribed: i64 = (0..c.len()).map(|i| numsub(&c, i, &channel)).sum();
+        if subscribed == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the waiter's subscriptions were not closed");
+}
+
+#[tokio::test]
+async fn without_notification_the_waiter_polls() {
+    // The must-fail twin of the test above: with notification off, only the 2 s retry
+    // delay brings the waiter back.
+    let c = cluster(3);
+    let (gap, waiter) = hand_off(&c, false, None, "notify:off").await;
+    assert!(gap > Duration::from_millis(1_000), "hand-off took {gap:?}");
+    assert_eq!(waiter.metrics().wakeups, 0);
+}
+
+#[tokio::test]
+async fn a_denied_channel_falls_back_to_polling() {
+    let c = cluster(3);
+    for i in 0..c.len() {
+        // Keys and commands allowed, channels not (Redis 7's default for new ACL users).
+        let r = c
+            .command(
+                i,
+                &[
+                    b"ACL",
+                    b"SETUSER",
+                    b"locker",
+                    b"on",
+                    b">pw",
+                    b"~*",
+                    b"+@all",
+                    b"resetchannels",
+                ],
+            )
+            .unwrap();
+        assert!(!r.is_error(), "{r:?}");
+    }
+    let (gap, waiter) = hand_off(&c, true, Some("locker:pw"), "notify:acl").await;
+    // The release still deleted the keys (PUBLISH runs under pcall) and the waiter got the
+    // lock by polling.
+    assert!(gap > Duration::from_millis(1_000), "hand-off took {gap:?}");
+    assert_eq!(waiter.metrics().wakeups, 0);
+}
+
+#[tokio::test]
+async fn a_release_of_a_set_publishes_on_each_key() {
+    let c = cluster(3);
+    let client = client(&c).await;
+    let lock = client.acquire(["notify:x", "notify:y"]).await.unwrap();
+    let mut subs: Vec<_> = (0..c.len())
+        .map(|i| Subscriber::new(&c, i, &[client.key("notify:x"), client.key("notify:y")]))
+        .collect();
+    let report = lock.release().await.unwrap();
+    assert_eq!(report.count(NodeKind::Released), 3, "{report}");
+    for s in &mut subs {
+        let mut got = s.messages(2);
+        got.sort();
+        assert_eq!(got, vec![client.key("notify:x"), client.key("notify:y")]);
+    }
+}
+
+fn numsub(c: &Cluster, i: usize, channel: &[u8]) -> i64 {
+    match c.command(i, &[b"PUBSUB", b"NUMSUB", channel]).unwrap() {
+        Reply::Array(items) => items.get(1).and_then(Reply::as_int).unwrap_or(-1),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A raw RESP subscriber on one node, independent of the engine.
+struct Subscriber {
+    stream: std::io::BufReader<std::net::TcpStream>,
+}
+
+impl Subscriber {
+    fn new(c: &Cluster, i: usize, keys: &[Vec<u8>]) -> Self {
+        use std::io::Write;
+        let mut tcp = std::net::TcpStream::connect(c.addr(i)).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut cmd = format!("*{}\r\n$9\r\nSUBSCRIBE\r\n", keys.len() + 1).into_bytes();
+        for k in keys {
+            let ch = [k.as_slice(), b":released"].concat();
+            cmd.extend(format!("${}\r\n", ch.len()).bytes());
+            cmd.extend(&ch);
+            cmd.extend(b"\r\n");
+        }
+        tcp.write_all(&cmd).unwrap();
+        let mut s = Self {
+            stream: std::io::BufReader::new(tcp),
+        };
+        for _ in keys {
+            assert_eq!(s.frame()[0], b"subscribe");
+        }
+        s
+    }
+
+    /// Reads one push frame: an array of bulk strings and integers, as byte strings.
+    fn frame(&mut self) -> Vec<Vec<u8>> {
+        use std::io::{BufRead, Read};
+        let mut line = String::new();
+        self.stream.read_line(&mut line).unwrap();
+        let n: usize = line.trim_end()[1..].parse().unwrap();
+        (0..n)
+            .map(|_| {
+                let mut head = String::new();
+                self.stream.read_line(&mut head).unwrap();
+                let head = head.trim_end();
+                if let Some(len) = head.strip_prefix('$') {
+                    let mut buf = vec![0; len.parse::<usize>().unwrap() + 2];
+                    self.stream.read_exact(&mut buf).unwrap();
+                    buf.truncate(buf.len() - 2);
+                    buf
+                } else {
+                    head.as_bytes()[1..].to_vec()
+                }
+            })
+            .collect()
+    }
+
+    /// The payloads of the next `n` messages.
+    fn messages(&mut self, n: usize) -> Vec<Vec<u8>> {
+        (0..n)
+            .map(|_| {
+                let f = self.frame();
+                assert_eq!(f[0], b"message");
+                f[2].clone()
+            })
+            .collect()
+    }
+}
