@@ -267,6 +267,11 @@ export interface ClientOptions extends LockOptions {
    * reported as EvictionPolicy), `'warn'` (counted, with a warning) or `'off'`.
    */
   evictionCheck?: 'refuse' | 'warn' | 'off'
+  /**
+   * Release notification (default true): releases publish on `<key>:released` and a waiting
+   * acquire listens there, so a release wakes it at once instead of after its retry delay.
+   */
+  notify?: boolean
 }
 
 /** One or more resource names. */

@@ -127,6 +127,7 @@ const CLIENT_OPTIONS = {
   quarantine: checkChoice('quarantine', ['on', 'strict', 'off']),
   quarantineMarginMs: (v) => checkMs('quarantineMarginMs', v, true),
   evictionCheck: checkChoice('evictionCheck', ['refuse', 'warn', 'off']),
+  notify: (v) => checkBool('notify', v),
 }
 
 function checkObject(name, v) {

@@ -181,6 +181,11 @@ export interface NativeClientOptions {
   quarantineMarginMs?: number
   /** Nodes whose eviction policy can remove lock keys: `refuse` (default), `warn`, `off`. */
   evictionCheck?: string
+  /**
+   * Release notification (default true): a release wakes waiters at once instead of
+   * after their retry delay.
+   */
+  notify?: boolean
   /** Default options of every acquisition. */
   lock?: NativeLockOptions
 }

@@ -65,6 +65,9 @@ pub struct NativeClientOptions {
     pub quarantine_margin_ms: Option<f64>,
     /// Nodes whose eviction policy can remove lock keys: `refuse` (default), `warn`, `off`.
     pub eviction_check: Option<String>,
+    /// Release notification (default true): a release wakes waiters at once instead of
+    /// after their retry delay.
+    pub notify: Option<bool>,
     /// Default options of every acquisition.
     pub lock: Option<NativeLockOptions>,
 }
@@ -195,6 +198,9 @@ impl NativeClientOptions {
                 "off" => EvictionCheck::Off,
                 _ => return Err(choice_error("evictionCheck", "'refuse', 'warn', 'off'", e)),
             });
+        }
+        if let Some(on) = self.notify {
+            b = b.notify(on);
         }
         if let Some(lock) = &self.lock {
             b = b.lock_options(lock.apply(LockOptions::default())?);

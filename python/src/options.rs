@@ -112,6 +112,7 @@ pub(crate) struct ClientConfig {
     quarantine: Option<Quarantine>,
     quarantine_margin: Option<Duration>,
     eviction_check: Option<EvictionCheck>,
+    notify: bool,
     defaults: LockOptions,
 }
 
@@ -149,6 +150,7 @@ impl ClientConfig {
             quarantine: None,
             quarantine_margin: None,
             eviction_check: None,
+            notify: true,
             defaults: LockOptions::default(),
         };
         for (k, v) in kwargs.into_iter().flat_map(|d| d.iter()) {
@@ -171,6 +173,7 @@ impl ClientConfig {
                 "quarantine" => cfg.quarantine = Some(quarantine(&v)?),
                 "quarantine_margin" => cfg.quarantine_margin = Some(seconds(&key, &v)?),
                 "eviction_check" => cfg.eviction_check = Some(eviction_check(&v)?),
+                "notify" => cfg.notify = flag(&key, &v)?,
                 _ => {
                     if !lock_option(&mut cfg.defaults, &key, &v)? {
                         return Err(unexpected(&key));
@@ -186,7 +189,8 @@ impl ClientConfig {
         let mut b = quorumlock::Client::builder()
             .nodes(self.urls.iter().cloned())
             .lock_options(self.defaults.clone())
-            .require_quorum(self.require_quorum);
+            .require_quorum(self.require_quorum)
+            .notify(self.notify);
         if let Some(d) = self.drift_factor {
             b = b.drift_factor(d);
         }

@@ -168,7 +168,8 @@ class _ClientBase:
         ``key_prefix``, ``key_format`` = ``"braced"`` | ``"bare"``, ``require_quorum``,
         ``quarantine`` = ``"on"`` | ``"strict"`` |
         ``"off"``, ``quarantine_margin``, ``eviction_check`` = ``"refuse"`` | ``"warn"`` |
-        ``"off"``). Durations are float seconds."""
+        ``"off"``, ``notify`` = release notification, default ``True``: a release wakes
+        waiters at once instead of after their retry delay). Durations are float seconds."""
         self._native = _quorumlock.Client(node_urls(nodes), **options)
 
     def lock(self, resources: Any, **options: Any) -> LockScope:
