@@ -119,6 +119,7 @@ pub struct ClientBuilder {
     quarantine_margin: Duration,
     eviction_check: EvictionCheck,
     notify: bool,
+    reprobe_every: Duration,
 }
 
 impl Default for ClientBuilder {
@@ -137,6 +138,7 @@ impl Default for ClientBuilder {
             quarantine_margin: config::DEFAULT_QUARANTINE_MARGIN,
             eviction_check: EvictionCheck::default(),
             notify: true,
+            reprobe_every: config::DEFAULT_REPROBE_EVERY,
         }
     }
 }
@@ -211,6 +213,14 @@ impl ClientBuilder {
         self
     }
 
+    /// How often a connection's settings (uptime, persistence, eviction policy, role) are
+    /// read again (default 60 s), since `CONFIG SET` can change them at run time. The
+    /// re-read runs in the background when a request finds the last one older than this.
+    pub fn reprobe_every(mut self, d: Duration) -> Self {
+        self.reprobe_every = d;
+        self
+    }
+
     /// Fail [`connect`](Self::connect) unless a quorum of nodes connected (default off: the
     /// client starts and nodes join as they come up).
     pub fn require_quorum(mut self, on: bool) -> Self {
@@ -245,6 +255,9 @@ impl ClientBuilder {
         }
         if self.max_ttl.is_zero() || self.max_ttl > Duration::from_secs(30 * 24 * 3600) {
             return Err(Error::invalid("max_ttl must be between 1 ms and 30 days"));
+        }
+        if self.reprobe_every.is_zero() {
+            return Err(Error::invalid("reprobe_every must be positive"));
         }
         if self.connect_timeout.is_zero() {
             return Err(Error::invalid("connect_timeout must be positive"));
@@ -296,6 +309,7 @@ impl ClientBuilder {
             quarantine: self.quarantine,
             quarantine_period: timing.quarantine_period,
             eviction: self.eviction_check,
+            reprobe_every: self.reprobe_every,
         });
         let run_ids = Arc::new(RunIds::new(clients.len()));
         let nodes: Vec<Arc<Node>> = clients

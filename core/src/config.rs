@@ -14,6 +14,8 @@ pub const DEFAULT_DRIFT_FACTOR: f64 = 0.01;
 pub const DEFAULT_DRIFT_CONSTANT: Duration = Duration::from_millis(2);
 /// Default connect timeout (in the background, never on an operation's critical path).
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// How often a connection's settings are read again (REDLOCK.md §8.2).
+pub const DEFAULT_REPROBE_EVERY: Duration = Duration::from_secs(60);
 /// Default number of retries after the first attempt.
 pub const DEFAULT_RETRY_COUNT: u32 = 3;
 /// Default fixed part of the delay between attempts.

@@ -47,9 +47,9 @@ pub use client::{Client, ClientBuilder};
 pub use clock::MonoTime;
 pub use config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_CONSTANT, DEFAULT_DRIFT_FACTOR, DEFAULT_KEY_PREFIX,
-    DEFAULT_MAX_TTL, DEFAULT_QUARANTINE_MARGIN, DEFAULT_RETRY_COUNT, DEFAULT_RETRY_DELAY,
-    DEFAULT_RETRY_JITTER, DEFAULT_TTL, EvictionCheck, KeyFormat, LockOptions, MAX_RESOURCE_LEN,
-    Quarantine, default_node_timeout,
+    DEFAULT_MAX_TTL, DEFAULT_QUARANTINE_MARGIN, DEFAULT_REPROBE_EVERY, DEFAULT_RETRY_COUNT,
+    DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER, DEFAULT_TTL, EvictionCheck, KeyFormat, LockOptions,
+    MAX_RESOURCE_LEN, Quarantine, default_node_timeout,
 };
 pub use error::{Error, ErrorKind, LostReason, Result};
 pub use lock::{Lock, LostSignal};

@@ -119,6 +119,43 @@ async fn eviction_policy_is_refused_or_warned() {
 }
 
 #[tokio::test]
+async fn settings_changed_at_run_time_are_seen_by_the_re_probe() {
+    let c = cluster(3);
+    let client = builder(&c)
+        .reprobe_every(Duration::from_millis(200))
+        .connect()
+        .await
+        .unwrap();
+    lock_and_release(&client, "reprobe").await;
+    c.command(0, &[b"CONFIG", b"SET", b"maxmemory", b"100mb"])
+        .unwrap();
+    c.command(0, &[b"CONFIG", b"SET", b"maxmemory-policy", b"allkeys-lru"])
+        .unwrap();
+    // A request after the period starts the re-probe; later ones see its result.
+    let mut refused = 0;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let lock = client.acquire(["reprobe"]).await.unwrap();
+        refused = lock.report().count(NodeKind::EvictionPolicy);
+        lock.release().await.unwrap();
+        if refused > 0 {
+            break;
+        }
+    }
+    assert_eq!(
+        refused, 1,
+        "node 0 must be excluded once its policy can evict lock keys"
+    );
+    let e = Client::builder()
+        .nodes(c.urls())
+        .reprobe_every(Duration::ZERO)
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(e.is_invalid_argument(), "{e}");
+}
+
+#[tokio::test]
 async fn replicas_are_refused_as_read_only() {
     let c = cluster(3);
     let primary = c.addr(0);

@@ -8,7 +8,7 @@ mod ops;
 pub(crate) mod probe;
 pub(crate) mod scripts;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -43,6 +43,22 @@ struct Link {
     mux: MultiplexedConnection,
     id: u64,
     probe: Probe,
+    /// When the probe ran; it is re-run after `Checks::reprobe_every` (REDLOCK.md §8.2:
+    /// `CONFIG SET` can change persistence and eviction at run time).
+    probed_at: MonoTime,
+    reprobing: AtomicBool,
+}
+
+impl Link {
+    fn new(mux: MultiplexedConnection, id: u64, probe: Probe) -> Arc<Self> {
+        Arc::new(Self {
+            mux,
+            id,
+            probe,
+            probed_at: MonoTime::now(),
+            reprobing: AtomicBool::new(false),
+        })
+    }
 }
 
 enum State {
@@ -140,7 +156,7 @@ impl Node {
                 self.run_ids.set(self.index, probe.run_id.clone());
                 let id = self.next_id.fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(node = self.index, address = %self.address, ?probe, "connected");
-                *lock(&self.state) = State::Up(Arc::new(Link { mux, id, probe }));
+                *lock(&self.state) = State::Up(Link::new(mux, id, probe));
                 return true;
             }
             Ok(Err(e)) => classify(&e),
@@ -154,6 +170,45 @@ impl Node {
             *last = Some(failure);
         }
         false
+    }
+
+    /// Re-reads the node's settings on `link` in the background and swaps in the new probe;
+    /// the request that noticed the old probe's age proceeds with it.
+    fn spawn_reprobe(&self, link: &Arc<Link>) {
+        let weak = self.me.clone();
+        let link = link.clone();
+        let (mut mux, id) = (link.mux.clone(), link.id);
+        self.runtime.spawn(async move {
+            let Some(node) = weak.upgrade() else { return };
+            let timeout = node.checks.connect_timeout * 2;
+            // After a failure, the next try comes one period later.
+            let retry_later = |node: Arc<Node>| async move {
+                tokio::time::sleep(node.checks.reprobe_every).await;
+                link.reprobing.store(false, Ordering::Relaxed);
+            };
+            let result = tokio::time::timeout(timeout, probe::probe(&mut mux, &node.checks)).await;
+            let probe = match result {
+                Ok(Ok(p)) => p,
+                Ok(Err(e)) if e.is_io_error() || e.is_unrecoverable_error() => {
+                    node.mark_down(id, &classify(&e));
+                    return;
+                }
+                Ok(Err(e)) => {
+                    tracing::debug!(node = node.index, error = %e, "re-probe failed; keeping the last probe");
+                    return retry_later(node).await;
+                }
+                Err(_) => {
+                    tracing::debug!(node = node.index, "re-probe timed out; keeping the last probe");
+                    return retry_later(node).await;
+                }
+            };
+            tracing::debug!(node = node.index, ?probe, "re-probed");
+            node.run_ids.set(node.index, probe.run_id.clone());
+            let mut st = lock(&node.state);
+            if matches!(&*st, State::Up(l) if l.id == id) {
+                *st = State::Up(Link::new(mux, id, probe));
+            }
+        });
     }
 
     /// Starts the background reconnect loop unless the node is up or one already runs.
@@ -215,6 +270,11 @@ impl Node {
                 });
             }
         };
+        if MonoTime::now() - link.probed_at >= self.checks.reprobe_every
+            && !link.reprobing.swap(true, Ordering::Relaxed)
+        {
+            self.spawn_reprobe(&link);
+        }
         if traffic == Traffic::Fenced && link.probe.uptime_unknown {
             return Err((
                 NodeKind::Quarantined,

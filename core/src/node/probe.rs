@@ -22,6 +22,8 @@ pub(crate) struct Checks {
     /// `Qp = max_ttl + quarantine_margin`.
     pub(crate) quarantine_period: Duration,
     pub(crate) eviction: EvictionCheck,
+    /// How old a connection's probe may get before it is re-run.
+    pub(crate) reprobe_every: Duration,
 }
 
 /// What the probe found on one connection.
