@@ -193,6 +193,28 @@ typedef uint32_t quorumlock_eviction_check;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// The operation whose counters a `quorumlock_metrics_op_*` function reads; numbers are
+// stable.
+enum quorumlock_op
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // Acquire calls (plain, try, with timeout, multi-resource).
+  QL_OP_ACQUIRE = 0,
+  // Extend calls, automatic extensions included.
+  QL_OP_EXTEND = 1,
+  // Explicit release calls (the cleanups of failed attempts are not counted).
+  QL_OP_RELEASE = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum quorumlock_op quorumlock_op;
+#else
+typedef uint32_t quorumlock_op;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
 // A cancellation handle for acquisitions.
 typedef struct quorumlock_cancel quorumlock_cancel;
 
@@ -211,6 +233,10 @@ typedef struct quorumlock_lock quorumlock_lock;
 
 // Options of one acquisition (TTL, retries, wait, auto-extension, lost callback).
 typedef struct quorumlock_lock_options quorumlock_lock_options;
+
+// A snapshot of a client's counters and latency histograms, taken by
+// `quorumlock_client_metrics`. It never changes; take another one for newer values.
+typedef struct quorumlock_metrics quorumlock_metrics;
 
 // The lost-lock callback as C sees it.
 typedef void (*quorumlock_lost_callback)(void *userdata,
@@ -850,6 +876,224 @@ quorumlock_result quorumlock_lock_value(const quorumlock_lock *lock,
 // # Safety
 // `lock` is NULL or a live lock.
 void quorumlock_lock_free(quorumlock_lock *lock);
+
+// Takes a snapshot of the client's counters (shared by every lock acquired through it):
+// free it with `quorumlock_metrics_free`. Counters only grow over the client's life;
+// subtract two snapshots for a rate. Client totals are exact when the calls they count have
+// returned; a node reply that arrives after its round was decided is counted in the node's
+// figures when it lands.
+//
+// Thread safety: safe from any thread, concurrently with other calls on the client.
+// Blocking: never blocks.
+//
+// # Safety
+// `client` is NULL or a live client; `out` is NULL or writable.
+quorumlock_result quorumlock_client_metrics(const quorumlock_client *client,
+                                            quorumlock_metrics **out);
+
+// Frees a snapshot; NULL does nothing. Freeing twice is undefined behaviour.
+//
+// Thread safety: must not race other calls on the same snapshot.
+// Blocking: never blocks.
+//
+// # Safety
+// `metrics` is NULL or a live snapshot.
+void quorumlock_metrics_free(quorumlock_metrics *metrics);
+
+// Acquisition rounds sent (one acquire call may take several); 0 for NULL.
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+//
+// # Safety
+// `metrics` is NULL or a live snapshot.
+uint64_t quorumlock_metrics_acquire_attempts(const quorumlock_metrics *metrics);
+
+// Locks that were lost while held (expired or taken over); 0 for NULL.
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+//
+// # Safety
+// `metrics` is NULL or a live snapshot.
+uint64_t quorumlock_metrics_lost(const quorumlock_metrics *metrics);
+
+// Waits cut short by a release notification; 0 for NULL.
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+//
+// # Safety
+// `metrics` is NULL or a live snapshot.
+uint64_t quorumlock_metrics_wakeups(const quorumlock_metrics *metrics);
+
+// Writes how many calls of operation `op` (`QL_OP_*`) ended in result `code` to `*out`:
+// `QL_OK` counts successes, an engine code (`QL_BUSY` ... `QL_TIMEOUT`) failures of that
+// kind (0 when none happened). `QL_INVALID` for NULL, an unknown operation, or a code no
+// call can end in (`QL_INTERNAL`, unknown numbers).
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+//
+// # Safety
+// `metrics` is NULL or a live snapshot; `out` is NULL or writable.
+quorumlock_result quorumlock_metrics_op_calls(const quorumlock_metrics *metrics,
+                                              uint32_t op,
+                                              uint32_t code,
+                                              uint64_t *out);
+
+// Writes how many calls of operation `op` (`QL_OP_*`) failed, whatever the code, to
+// `*out`. `QL_INVALID` for NULL or an unknown operation.
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+//
+// # Safety
+// `metrics` is NULL or a live snapshot; `out` is NULL or writable.
+quorumlock_result quorumlock_metrics_op_failed(const quorumlock_metrics *metrics,
+                                               uint32_t op,
+                                               uint64_t *out);
+
+// Writes the number of timed calls of operation `op` (`QL_OP_*`, failed calls included)
+// to `*count_out` and their total duration in microseconds to `*sum_us_out`. `QL_INVALID`
+// for NULL or an unknown operation.
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+//
+// # Safety
+// `metrics` is NULL or a live snapshot; `count_out` and `sum_us_out` are NULL or writable.
+quorumlock_result quorumlock_metrics_op_latency(const quorumlock_metrics *metrics,
+                                                uint32_t op,
+                                                uint64_t *count_out,
+                                                uint64_t *sum_us_out);
+
+// Writes an upper estimate of quantile `q` (0.0 to 1.0; 0.5 for the median, 0.99 for p99)
+// of the duration of operation `op` (`QL_OP_*`) in microseconds to `*out`: the upper bound
+// of the histogram bucket holding it (bounds from 100 us to 10 s), or `QL_NO_LATENCY` when
+// there were no calls or the quantile lies above the last bound. `QL_INVALID` for NULL, an
+// unknown operation, or `q` outside 0.0 to 1.0 (NaN included).
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+//
+// # Safety
+// `metrics` is NULL or a live snapshot; `out` is NULL or writable.
+quorumlock_result quorumlock_metrics_op_quantile_us(const quorumlock_metrics *metrics,
+                                                    uint32_t op,
+                                                    double q,
+                                                    uint64_t *out);
+
+// Entries in the per-node figures: one per configured node, in configuration order (the
+// order of `quorumlock_error_node_*`); 0 for NULL.
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+//
+// # Safety
+// `metrics` is NULL or a live snapshot.
+size_t quorumlock_metrics_node_count(const quorumlock_metrics *metrics);
+
+// Copies the address (`host:port/db`, never credentials) of node `index` into `buf`,
+// `snprintf`-style (see `quorumlock_error_message`). `QL_INVALID` for NULL or an index out
+// of range.
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+//
+// # Safety
+// `metrics` is NULL or a live snapshot; `buf` has `len` writable bytes (or `len` is 0);
+// `out_n` is NULL or writable.
+quorumlock_result quorumlock_metrics_node_address(const quorumlock_metrics *metrics,
+                                                  size_t index,
+                                                  char *buf,
+                                                  size_t len,
+                                                  size_t *out_n);
+
+// Writes the number of requests sent to node `index` whose outcome is known (replies,
+// timeouts and node errors) to `*out`. `QL_INVALID` for NULL or an index out of range.
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+//
+// # Safety
+// `metrics` is NULL or a live snapshot; `out` is NULL or writable.
+quorumlock_result quorumlock_metrics_node_requests(const quorumlock_metrics *metrics,
+                                                   size_t index,
+                                                   uint64_t *out);
+
+// Writes the number of requests to node `index` that ended in a node error (a timeout, a
+// connection, server or script error, a quarantined or misconfigured node: any kind but a
+// vote or an operation result) to `*out`. `QL_INVALID` for NULL or an index out of range.
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+//
+// # Safety
+// `metrics` is NULL or a live snapshot; `out` is NULL or writable.
+quorumlock_result quorumlock_metrics_node_errors(const quorumlock_metrics *metrics,
+                                                 size_t index,
+                                                 uint64_t *out);
+
+// Writes the number of requests to node `index` that ended as node kind `kind`
+// (`QL_NODE_*`; 0 when none did) to `*out`. `QL_INVALID` for NULL, an index out of range,
+// or an unknown kind.
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+//
+// # Safety
+// `metrics` is NULL or a live snapshot; `out` is NULL or writable.
+quorumlock_result quorumlock_metrics_node_replies(const quorumlock_metrics *metrics,
+                                                  size_t index,
+                                                  uint32_t kind,
+                                                  uint64_t *out);
+
+// Writes the number of replies from node `index` (requests that timed out or never got an
+// answer are not timed) to `*count_out` and their total latency in microseconds to
+// `*sum_us_out`. `QL_INVALID` for NULL or an index out of range.
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+//
+// # Safety
+// `metrics` is NULL or a live snapshot; `count_out` and `sum_us_out` are NULL or writable.
+quorumlock_result quorumlock_metrics_node_latency(const quorumlock_metrics *metrics,
+                                                  size_t index,
+                                                  uint64_t *count_out,
+                                                  uint64_t *sum_us_out);
+
+// Writes an upper estimate of quantile `q` of node `index`'s reply latency in
+// microseconds to `*out`, as `quorumlock_metrics_op_quantile_us` does for operations
+// (`QL_NO_LATENCY` when unknown). `QL_INVALID` for NULL, an index out of range, or `q`
+// outside 0.0 to 1.0.
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+//
+// # Safety
+// `metrics` is NULL or a live snapshot; `out` is NULL or writable.
+quorumlock_result quorumlock_metrics_node_quantile_us(const quorumlock_metrics *metrics,
+                                                      size_t index,
+                                                      double q,
+                                                      uint64_t *out);
+
+// Copies the snapshot in the Prometheus text exposition format (version 0.0.4; metric
+// names `quorumlock_*`, e.g. `quorumlock_acquire_total{outcome="ok"} 1`) into `buf`,
+// `snprintf`-style (see `quorumlock_error_message`): call with `len` 0 for the length,
+// then again with a buffer of that length plus one; the text is the same for both calls.
+// `QL_INVALID` for NULL.
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+//
+// # Safety
+// `metrics` is NULL or a live snapshot; `buf` has `len` writable bytes (or `len` is 0);
+// `out_n` is NULL or writable.
+quorumlock_result quorumlock_metrics_prometheus(const quorumlock_metrics *metrics,
+                                                char *buf,
+                                                size_t len,
+                                                size_t *out_n);
 
 #ifdef __cplusplus
 }  // extern "C"

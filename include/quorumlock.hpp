@@ -5,6 +5,7 @@
 //   quorumlock::Lock lock = client.acquire("invoice:7");
 //   ... act while lock.remaining() > 0ms ...
 //   lock.release();                      // or let the destructor release it
+//   quorumlock::Metrics m = client.metrics();   // counters; client.metrics_prometheus()
 //
 // Failures throw quorumlock::Error, which carries the result code and the node report.
 // Clients and locks are move-only; a lock's destructor releases it and never throws.
@@ -153,11 +154,13 @@ class LockOptions {
 class Lock {
  public:
   explicit Lock(quorumlock_lock *p) noexcept : p_(p) {}
-  Lock(Lock &&) noexcept = default;
+  Lock(Lock &&other) noexcept
+      : p_(std::move(other.p_)), released_(std::exchange(other.released_, false)) {}
   Lock &operator=(Lock &&other) noexcept {
     if (this != &other) {
       close();
       p_ = std::move(other.p_);
+      released_ = std::exchange(other.released_, false);
     }
     return *this;
   }
@@ -201,17 +204,151 @@ class Lock {
     bool held = false;
     quorumlock_error *err = nullptr;
     detail::check(quorumlock_lock_release(p_.get(), &held, &err), &err);
+    released_ = true;
     return held;
   }
   quorumlock_lock *get() const noexcept { return p_.get(); }
 
  private:
+  // Releases unless release() already did (a repeated release would count again in the
+  // client's metrics).
   void close() noexcept {
-    if (p_) quorumlock_lock_release(p_.get(), nullptr, nullptr);
+    if (p_ && !released_) quorumlock_lock_release(p_.get(), nullptr, nullptr);
     p_.reset();
+    released_ = false;
   }
   std::unique_ptr<quorumlock_lock, detail::Deleter<quorumlock_lock, quorumlock_lock_free>> p_;
+  bool released_ = false;
 };
+
+/// Latency of one operation or one node, from a histogram with bucket bounds of 100 us to
+/// 10 s (the Prometheus text has every bucket).
+struct Latency {
+  uint64_t count = 0;                               ///< timed calls, or replies
+  std::chrono::microseconds sum{0};                 ///< their total
+  std::optional<std::chrono::microseconds> p50;     ///< upper estimate; empty when unknown
+  std::optional<std::chrono::microseconds> p99;     ///< upper estimate; empty when unknown
+};
+
+/// Calls of one operation (acquire, extend or release).
+struct OpMetrics {
+  uint64_t ok = 0;                                          ///< successful calls
+  uint64_t failed = 0;                                      ///< failed calls, any code
+  std::vector<std::pair<quorumlock_result, uint64_t>> failed_by;  ///< codes seen, ascending
+  Latency latency;                                          ///< every call, failed ones too
+};
+
+/// What one node answered over the client's life.
+struct NodeMetrics {
+  std::string address;   ///< host:port/db
+  uint64_t requests = 0;  ///< requests whose outcome is known
+  uint64_t errors = 0;    ///< requests that ended in a node error (timeouts included)
+  std::vector<std::pair<uint32_t, uint64_t>> replies;  ///< (QL_NODE_*, count), kinds seen
+  Latency latency;        ///< time to each reply
+
+  /// Requests that ended as `kind` (QL_NODE_*).
+  uint64_t replies_of(uint32_t kind) const noexcept {
+    for (const auto &r : replies) {
+      if (r.first == kind) return r.second;
+    }
+    return 0;
+  }
+};
+
+/// A snapshot of a client's counters (Client::metrics). Counters only grow.
+struct Metrics {
+  uint64_t acquire_attempts = 0;  ///< acquisition rounds sent
+  OpMetrics acquire;
+  OpMetrics extend;               ///< automatic extensions included
+  OpMetrics release;              ///< explicit releases
+  uint64_t lost = 0;              ///< locks lost while held
+  uint64_t wakeups = 0;           ///< waits cut short by a release notification
+  std::vector<NodeMetrics> nodes;  ///< one per configured node, in configuration order
+};
+
+namespace detail {
+
+using MetricsPtr =
+    std::unique_ptr<quorumlock_metrics, Deleter<quorumlock_metrics, quorumlock_metrics_free>>;
+
+inline MetricsPtr snapshot(const quorumlock_client *client) {
+  quorumlock_metrics *m = nullptr;
+  check(quorumlock_client_metrics(client, &m), nullptr);
+  return MetricsPtr(m);
+}
+
+inline std::optional<std::chrono::microseconds> micros(uint64_t us) {
+  if (us == QL_NO_LATENCY) return std::nullopt;
+  return std::chrono::microseconds(static_cast<std::chrono::microseconds::rep>(us));
+}
+
+template <typename Sel>
+inline Latency latency(const quorumlock_metrics *m, Sel sel,
+                       quorumlock_result (*summary)(const quorumlock_metrics *, Sel, uint64_t *,
+                                                    uint64_t *),
+                       quorumlock_result (*quantile)(const quorumlock_metrics *, Sel, double,
+                                                     uint64_t *)) {
+  Latency l;
+  uint64_t sum = 0, p50 = QL_NO_LATENCY, p99 = QL_NO_LATENCY;
+  check(summary(m, sel, &l.count, &sum), nullptr);
+  check(quantile(m, sel, 0.5, &p50), nullptr);
+  check(quantile(m, sel, 0.99, &p99), nullptr);
+  l.sum = std::chrono::microseconds(static_cast<std::chrono::microseconds::rep>(sum));
+  l.p50 = micros(p50);
+  l.p99 = micros(p99);
+  return l;
+}
+
+inline OpMetrics op_metrics(const quorumlock_metrics *m, uint32_t op) {
+  OpMetrics o;
+  check(quorumlock_metrics_op_calls(m, op, QL_OK, &o.ok), nullptr);
+  check(quorumlock_metrics_op_failed(m, op, &o.failed), nullptr);
+  // Codes no call can end in return QL_INVALID and are skipped.
+  for (uint32_t code = 1; code < QL_INTERNAL; code++) {
+    uint64_t n = 0;
+    if (quorumlock_metrics_op_calls(m, op, code, &n) == QL_OK && n > 0) {
+      o.failed_by.emplace_back(static_cast<quorumlock_result>(code), n);
+    }
+  }
+  o.latency = latency<uint32_t>(m, op, quorumlock_metrics_op_latency,
+                                quorumlock_metrics_op_quantile_us);
+  return o;
+}
+
+inline NodeMetrics node_metrics(const quorumlock_metrics *m, size_t index) {
+  if (index >= quorumlock_metrics_node_count(m)) {
+    std::string msg = "QL_INVALID: node index " + std::to_string(index) +
+                      " is out of range (node count " +
+                      std::to_string(quorumlock_metrics_node_count(m)) + ")";
+    throw Error(QL_INVALID, std::move(msg), {}, QL_LOST_NONE);
+  }
+  NodeMetrics n;
+  size_t len = 0;
+  check(quorumlock_metrics_node_address(m, index, nullptr, 0, &len), nullptr);
+  n.address.assign(len, '\0');
+  check(quorumlock_metrics_node_address(m, index, n.address.data(), len + 1, &len), nullptr);
+  check(quorumlock_metrics_node_requests(m, index, &n.requests), nullptr);
+  check(quorumlock_metrics_node_errors(m, index, &n.errors), nullptr);
+  // Node kinds are numbered from 0 without gaps; quorumlock_node_kind_name ends the list.
+  for (uint32_t kind = 0; std::string_view(quorumlock_node_kind_name(kind)) != "Unknown"; kind++) {
+    uint64_t count = 0;
+    check(quorumlock_metrics_node_replies(m, index, kind, &count), nullptr);
+    if (count > 0) n.replies.emplace_back(kind, count);
+  }
+  n.latency = latency<size_t>(m, index, quorumlock_metrics_node_latency,
+                              quorumlock_metrics_node_quantile_us);
+  return n;
+}
+
+inline std::string prometheus(const quorumlock_metrics *m) {
+  size_t n = 0;
+  check(quorumlock_metrics_prometheus(m, nullptr, 0, &n), nullptr);
+  std::string s(n, '\0');
+  check(quorumlock_metrics_prometheus(m, s.data(), n + 1, &n), nullptr);
+  return s;
+}
+
+}  // namespace detail
 
 /// A client over N independent Redis masters. Move-only.
 class Client {
@@ -272,6 +409,32 @@ class Client {
     return Lock(l);
   }
   size_t node_count() const noexcept { return quorumlock_client_node_count(p_.get()); }
+  /// A snapshot of the client's counters, all read at one moment; never blocks. Client
+  /// totals are exact once the calls they count returned; a node reply that arrived after
+  /// its round was decided is counted in `nodes` when it lands.
+  Metrics metrics() const {
+    detail::MetricsPtr m = detail::snapshot(p_.get());
+    Metrics out;
+    out.acquire_attempts = quorumlock_metrics_acquire_attempts(m.get());
+    out.acquire = detail::op_metrics(m.get(), QL_OP_ACQUIRE);
+    out.extend = detail::op_metrics(m.get(), QL_OP_EXTEND);
+    out.release = detail::op_metrics(m.get(), QL_OP_RELEASE);
+    out.lost = quorumlock_metrics_lost(m.get());
+    out.wakeups = quorumlock_metrics_wakeups(m.get());
+    for (size_t i = 0, n = quorumlock_metrics_node_count(m.get()); i < n; i++) {
+      out.nodes.push_back(detail::node_metrics(m.get(), i));
+    }
+    return out;
+  }
+  /// The figures of node `index` (configuration order) from a fresh snapshot; throws Error
+  /// (QL_INVALID) when `index` is out of range.
+  NodeMetrics node_metrics(size_t index) const {
+    return detail::node_metrics(detail::snapshot(p_.get()).get(), index);
+  }
+  /// A fresh snapshot in the Prometheus text exposition format (metric names quorumlock_*).
+  std::string metrics_prometheus() const {
+    return detail::prometheus(detail::snapshot(p_.get()).get());
+  }
   quorumlock_client *get() const noexcept { return p_.get(); }
 
  private:

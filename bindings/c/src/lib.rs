@@ -13,6 +13,7 @@ pub mod error;
 pub mod fence;
 mod ffi;
 pub mod lock;
+pub mod metrics;
 mod panic;
 
 pub use ffi::LostCallback;

@@ -237,3 +237,21 @@ fn quarantine_setting_decides_on_fresh_volatile_nodes() {
         .expect("start redis-server nodes");
     assert!(run(&compile("fence.c"), &c, &["quarantine"]).contains("quarantine ok"));
 }
+
+#[test]
+fn metrics_count_exactly() {
+    let c = cluster();
+    assert!(run(&compile("metrics.c"), &c, &["counts"]).contains("metrics ok"));
+}
+
+#[test]
+fn metrics_bad_input_returns_codes() {
+    let c = cluster();
+    assert!(run(&compile("metrics.c"), &c, &["bad"]).contains("metrics bad input ok"));
+}
+
+#[test]
+fn cpp_metrics_wrapper() {
+    let c = cluster();
+    assert!(run(&compile("metrics.cpp"), &c, &[]).contains("metrics cpp ok"));
+}
