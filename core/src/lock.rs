@@ -420,6 +420,12 @@ async fn extend_once(shared: &Shared, ttl: Duration) -> Result<()> {
 }
 
 async fn release(shared: &Shared) -> Result<Report> {
+    // A repeated release sends nothing and is not counted again.
+    if shared.grant.inner.check_process().is_ok()
+        && let Phase::Released(report) = &lock_state(shared).phase
+    {
+        return Ok(report.clone());
+    }
     let start = MonoTime::now();
     let result = release_once(shared).await;
     let outcome = result.as_ref().map(|_| ()).map_err(Error::kind);

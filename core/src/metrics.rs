@@ -242,7 +242,8 @@ pub struct Metrics {
     pub acquire: OpMetrics,
     /// Extend calls, the automatic extensions included.
     pub extend: OpMetrics,
-    /// Release calls (explicit ones; background cleanups are not counted).
+    /// Releases of locks, explicit or on drop (a repeated release, which sends nothing, and
+    /// the cleanups of failed attempts are not counted).
     pub release: OpMetrics,
     /// Locks that were lost (expired or taken over while held).
     pub lost: u64,

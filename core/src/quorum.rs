@@ -134,6 +134,7 @@ where
             () = &mut timer => {
                 for (j, slot) in results.iter_mut().enumerate().filter(|(_, r)| r.kind == NodeKind::Pending) {
                     nodes[j].stats.observe(NodeKind::Timeout, None);
+                    nodes[j].verify_connection();
                     slot.kind = NodeKind::Timeout;
                     slot.detail = Some(format!("no reply within {deadline:?}"));
                 }

@@ -24,6 +24,9 @@ use crate::report::NodeKind;
 use probe::{Checks, Probe};
 use scripts::Script;
 
+/// How long an echo check of a connection waits for its reply.
+const VERIFY_BOUND: Duration = Duration::from_secs(30);
+
 /// A failed request on one node: the kind and a short text.
 pub(crate) type NodeFailure = (NodeKind, String);
 
@@ -47,6 +50,8 @@ struct Link {
     /// `CONFIG SET` can change persistence and eviction at run time).
     probed_at: MonoTime,
     reprobing: AtomicBool,
+    /// An echo check of this connection is in flight (see `Node::verify_connection`).
+    verifying: AtomicBool,
 }
 
 impl Link {
@@ -57,6 +62,7 @@ impl Link {
             probe,
             probed_at: MonoTime::now(),
             reprobing: AtomicBool::new(false),
+            verifying: AtomicBool::new(false),
         })
     }
 }
@@ -252,6 +258,55 @@ impl Node {
             };
         }
         self.ensure_reconnecting();
+    }
+
+    /// A request on this node got no reply in time: check that the connection is still in
+    /// step (REDLOCK.md §2.7). A late reply is harmless, since the multiplexer keeps the
+    /// abandoned slot and discards it. But a request that never gets a reply (discarded on
+    /// the way, which TCP itself never does but a faulty middlebox can) would shift every
+    /// later reply onto the wrong request. So an echo `PING <nonce>` is queued behind the
+    /// late request: its own nonce back means the connection is in step; any other reply
+    /// means replies are shifted, and the connection is dropped. A slow or paused node just
+    /// answers late, and its connection is kept, so that each failed attempt's cleanup
+    /// still runs after the attempt's own requests on the same connection.
+    pub(crate) fn verify_connection(&self) {
+        let link = match &*lock(&self.state) {
+            State::Up(link) => link.clone(),
+            State::Down { .. } => return,
+        };
+        if link.verifying.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let nonce = format!(
+            "quorumlock-verify-{}",
+            self.next_id.fetch_add(1, Ordering::Relaxed)
+        );
+        let weak = self.me.clone();
+        self.runtime.spawn(async move {
+            let mut mux = link.mux.clone();
+            let mut ping = redis::cmd("PING");
+            ping.arg(&nonce);
+            let r = tokio::time::timeout(VERIFY_BOUND, mux.send_packed_command(&ping)).await;
+            let in_step = match &r {
+                Ok(Ok(Value::BulkString(b))) => b.as_slice() == nonce.as_bytes(),
+                Ok(Ok(Value::SimpleString(s))) => *s == nonce,
+                // No verdict: a node that has not answered in VERIFY_BOUND may be paused.
+                Err(_) => true,
+                Ok(Err(e)) if e.is_io_error() || e.is_connection_dropped() => true,
+                Ok(_) => false,
+            };
+            link.verifying.store(false, Ordering::Relaxed);
+            if !in_step && let Some(node) = weak.upgrade() {
+                tracing::warn!(node = node.index, reply = ?r, "replies on this connection are out of step (a request was lost on the way); reconnecting");
+                node.mark_down(
+                    link.id,
+                    &(
+                        NodeKind::Protocol,
+                        "replies were out of step; reconnecting".to_owned(),
+                    ),
+                );
+            }
+        });
     }
 
     /// Why the node cannot carry lock traffic now, if it cannot.
