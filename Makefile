@@ -1,7 +1,7 @@
 # quorumlock: `make demo` and `make test` are the two commands a newcomer needs.
 SHELL := /bin/bash
 CARGO ?= cargo
-HARNESS := target/debug/ql-harness
+HARNESS := $(or $(CARGO_TARGET_DIR),target)/debug/ql-harness
 
 .PHONY: demo test lint fmt build bench deps deps-redis clean test-rust harness
 

@@ -341,6 +341,18 @@ quorumlock_result quorumlock_config_set_key_prefix(quorumlock_config *cfg,
 quorumlock_result quorumlock_config_set_require_quorum(quorumlock_config *cfg,
                                                        bool on);
 
+// Release notification (default on): releases publish on `<lock key>:released` and a
+// waiting acquisition listens there, so a release wakes it at once instead of after its
+// retry delay. Off: waiters only poll.
+//
+// Thread safety: a configuration must not be changed from two threads at once.
+// Blocking: never blocks.
+//
+// # Safety
+// `cfg` is NULL or a live configuration.
+quorumlock_result quorumlock_config_set_notify(quorumlock_config *cfg,
+                                               bool on);
+
 // Sets the restart quarantine mode (`QL_QUARANTINE_*`, default `QL_QUARANTINE_ON`) and,
 // when `margin_ms` is not 0, the margin a fresh non-durable node stays out beyond the max
 // TTL (default 5000). `QL_INVALID` for an unknown mode.

@@ -19,6 +19,7 @@ pub struct Config {
     connect_timeout: Duration,
     key_prefix: Vec<u8>,
     require_quorum: bool,
+    notify: bool,
     quarantine: Quarantine,
     quarantine_margin: Duration,
     eviction_check: EvictionCheck,
@@ -50,6 +51,7 @@ pub unsafe extern "C" fn quorumlock_config_new(out: *mut *mut Config) -> QlResul
             connect_timeout: quorumlock::DEFAULT_CONNECT_TIMEOUT,
             key_prefix: quorumlock::DEFAULT_KEY_PREFIX.as_bytes().to_vec(),
             require_quorum: false,
+            notify: true,
             quarantine: Quarantine::On,
             quarantine_margin: quorumlock::DEFAULT_QUARANTINE_MARGIN,
             eviction_check: EvictionCheck::Refuse,
@@ -189,6 +191,23 @@ pub unsafe extern "C" fn quorumlock_config_set_require_quorum(
     })
 }
 
+/// Release notification (default on): releases publish on `<lock key>:released` and a
+/// waiting acquisition listens there, so a release wakes it at once instead of after its
+/// retry delay. Off: waiters only poll.
+///
+/// Thread safety: a configuration must not be changed from two threads at once.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `cfg` is NULL or a live configuration.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_config_set_notify(cfg: *mut Config, on: bool) -> QlResult {
+    ffi_panic_boundary!(std::ptr::null_mut() => {
+        ffi::handle_mut(cfg, "cfg")?.notify = on;
+        Ok(())
+    })
+}
+
 /// Restart quarantine modes (`quorumlock_config_set_quarantine`); numbers are stable.
 #[repr(u32)]
 #[allow(non_camel_case_types)]
@@ -321,6 +340,7 @@ pub unsafe extern "C" fn quorumlock_client_new(
             .connect_timeout(cfg.connect_timeout)
             .key_prefix(&cfg.key_prefix)
             .require_quorum(cfg.require_quorum)
+            .notify(cfg.notify)
             .quarantine(cfg.quarantine)
             .quarantine_margin(cfg.quarantine_margin)
             .eviction_check(cfg.eviction_check)

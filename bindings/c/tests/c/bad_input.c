@@ -13,6 +13,7 @@ static void config_and_client(void) {
   EXPECT(QL_INVALID, quorumlock_config_set_connect_timeout_ms(NULL, 1000));
   EXPECT(QL_INVALID, quorumlock_config_set_key_prefix(NULL, RES("p:")));
   EXPECT(QL_INVALID, quorumlock_config_set_require_quorum(NULL, true));
+  EXPECT(QL_INVALID, quorumlock_config_set_notify(NULL, false));
   EXPECT(QL_INVALID, quorumlock_config_set_lock_options(NULL, NULL));
   EXPECT(QL_INVALID, quorumlock_client_new(NULL, &client, NULL));
   CHECK(client == NULL);
