@@ -1,9 +1,9 @@
-# Benchmarks of the Python and Node packages against their peer libraries and the Rust raw
-# floor (bench/run; not tests, not part of `make test`). Release builds; peers from PyPI and
-# npm go into bench/.venv and bench/node/node_modules only.
+# Benchmarks (bench/run; not tests, not part of `make test`): the Python and Node packages against
+# their peer libraries and the Rust raw floor, and the lock hand-off benchmark. Release builds;
+# peers from PyPI and npm go into bench/.venv and bench/node/node_modules only.
 BENCH_VENV := bench/.venv
 
-.PHONY: bench-python bench-node bench-python-env bench-node-env
+.PHONY: bench-python bench-node bench-python-env bench-node-env bench-handoff
 
 $(BENCH_VENV)/bin/python:
 	python3 -m venv $(BENCH_VENV)
@@ -31,3 +31,9 @@ bench-node-env: node/node_modules
 ## bench-node: quorumlock vs redlock 4.2.0, 5.0.0-beta.2, @sesamecare-oss/redlock, an ioredis floor.
 bench-node: deps harness bench-node-env
 	bench/run node
+
+## bench-handoff: 8 workers pass one lock around (hold 1 ms) for 10 s: quorumlock with release
+## notification on (own clients, one shared client) and off (polling) vs node-redlock 5 and 4.
+bench-handoff: deps harness
+	cd bench/node && $(NPM) ci --no-audit --no-fund
+	bench/run handoff

@@ -13,16 +13,14 @@
 // same concurrency is the reference of the p50 goal. Nodes: $QL_NODES if set, else 5 started
 // with ql-harness ($QL_HARNESS, --persist $QL_BENCH_PERSIST or always: the Node package has
 // no quarantine option, so the nodes must be durable).
-import { execFileSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { performance } from 'node:perf_hooks'
-import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 
 import { IMPLS } from './impls.mjs'
+import { startNodes, stopNodes } from './nodes.mjs'
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const WARMUP_MS = 500
 const OP_TIMEOUT_MS = 10_000
 const P50_GOAL = 1.1
@@ -79,22 +77,6 @@ async function runOne (impl, urls, conc, runId, secs) {
   await Promise.all(Array.from({ length: conc }, (_, i) => loop(`bench:${runId}:${i}`)))
   await withTimeout(inst.close()).catch((e) => note(e))
   return [stats(lat, errors, secs), messages]
-}
-
-function startNodes () {
-  if (process.env.QL_NODES) return [process.env.QL_NODES.split(','), null]
-  const harness = process.env.QL_HARNESS ?? `${ROOT}target/debug/ql-harness`
-  const persist = process.env.QL_BENCH_PERSIST ?? 'always'
-  const out = execFileSync(harness, ['start', '--nodes', '5', '--persist', persist,
-    '--parent', String(process.pid)], { encoding: 'utf8', timeout: 60_000 })
-  const info = JSON.parse(out)
-  return [info.nodes.map((n) => n.url), info.run_dir]
-}
-
-function stopNodes (runDir) {
-  if (runDir === null) return
-  const harness = process.env.QL_HARNESS ?? `${ROOT}target/debug/ql-harness`
-  execFileSync(harness, ['stop', runDir], { stdio: 'ignore', timeout: 60_000 })
 }
 
 const ratio = (a, b) => (b > 0 ? `x${(a / b).toFixed(2)}` : 'n/a')

@@ -1,6 +1,15 @@
 //! The acquisition loop (REDLOCK.md §3.2): fresh value per attempt, parallel fan-out, decision
 //! at quorum, validity on the monotonic clock, cleanup after every failed attempt and on
 //! cancellation, retries with jitter within an optional wait budget.
+//!
+//! Waiting (REDLOCK.md §9): a call starts listening for releases after its *first failed*
+//! attempt, not before its first attempt as §9 describes. Subscribing first would cost every
+//! acquisition a `SUBSCRIBE` / `UNSUBSCRIBE` pair per node, although most never wait. The
+//! release that could slip between the failed attempt and the live subscription is caught by
+//! one `EXISTS` round right after subscribing: if a quorum of nodes no longer holds the keys,
+//! the next attempt follows at once. After a wake-up the next attempt follows at once too,
+//! unless this caller won some nodes in its last attempt (a split vote among waiters): then
+//! it waits `uniform(0, 20 ms)` so that the waiters stop colliding.
 
 use std::sync::Arc;
 use std::time::Duration;
