@@ -4,13 +4,13 @@
 .PHONY: test-faults soak
 
 FAULTS_TABLE := target/faults-table.txt
-FAULTS_HEADER := | scenario | expect | runs | acquisitions | violations | max overlap ms | lost updates |
+FAULTS_HEADER := | scenario | expect | runs | acquisitions | violations | max overlap ms | lost updates | fenced rejections |
 SEEDS ?= 20
 SECS ?= 30
 SEED ?=
 
 define print-faults-table
-	@echo; echo "$(FAULTS_HEADER)"; echo "|---|---|---|---|---|---|---|"; sort $(FAULTS_TABLE)
+	@echo; echo "$(FAULTS_HEADER)"; echo "|---|---|---|---|---|---|---|---|"; sort $(FAULTS_TABLE)
 endef
 
 ## test-faults: proxy tests, every matrix row 3 times, 5 nemesis seeds x 20 s; prints the table.

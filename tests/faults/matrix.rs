@@ -1,7 +1,7 @@
 //! The scenario matrix (`docs/TESTING.md` §5): MUST-PASS rows must show zero overlapping
 //! windows and zero lost updates; MUST-FAIL rows must show at least one overlap, which proves
 //! the checker can fail. Every row prints `FAULTS-ROW | scenario | expect | runs |
-//! acquisitions | violations | max overlap ms | lost updates |`.
+//! acquisitions | violations | max overlap ms | lost updates | fenced rejections |`.
 //!
 //! Common setup (see `common/mod.rs`): five durable nodes under the clock shim, TTL 2 s, holder
 //! A holding exactly {n0, n1, n2}, three workers contending through per-node proxies, a
@@ -29,6 +29,7 @@ fn scenario(name: &'static str, must_pass: bool) -> Scenario {
         a_ignores_validity: None,
         secs: 4.5,
         n2_persist: None,
+        fenced: false,
     }
 }
 
@@ -281,6 +282,27 @@ async fn f7_client_ignores_validity() {
     assert!(
         row.lost_updates.is_some_and(|n| n >= 1),
         "the lost-update check must flag the stale write: {row:?}"
+    );
+}
+
+/// F7f: F7 with fencing (issue 8 item 1). The overlap is still there, since fencing does not
+/// shorten a stale holder's window, but its late write is refused by the token check at the
+/// resource, so no update is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn f7f_the_token_check_refuses_the_client_that_ignores_validity() {
+    let mut s = scenario("F7f as F7, fenced (token checked at the resource)", false);
+    s.a_ignores_validity = Some(Duration::from_millis(2 * common::TTL_MS));
+    s.secs = 5.0;
+    s.fenced = true;
+    let row = run(s, no_fault).await;
+    assert_eq!(
+        row.lost_updates,
+        Some(0),
+        "fencing must prevent the lost update: {row:?}"
+    );
+    assert!(
+        row.fence_rejections >= 1,
+        "the stale holder's write must be refused: {row:?}"
     );
 }
 

@@ -159,6 +159,8 @@ pub struct Scenario {
     /// Restart n2 with this persistence before A acquires (an `everysec` node also gets
     /// `mark_fsync` right before A's acquire).
     pub n2_persist: Option<Persist>,
+    /// Every lock is fenced, and counter writes pass the fencing-token check.
+    pub fenced: bool,
 }
 
 /// Runs `scenario` once with `script`, returning the recorder and the number of lost updates.
@@ -181,8 +183,9 @@ pub async fn run_once(scenario: &Scenario, script: Script) -> (Recorder, u64) {
     if scenario.n2_persist == Some(Persist::Everysec) {
         blocking(|| bench.nodes().mark_fsync(2)).expect("mark_fsync n2");
     }
+    let lock_opts = || opts().fenced(scenario.fenced);
     let lock = a
-        .acquire_with([RESOURCE], &opts().retry_count(20))
+        .acquire_with([RESOURCE], &lock_opts().retry_count(20))
         .await
         .expect("A acquires {n0,n1,n2}");
     let a_start = MonoTime::now();
@@ -194,7 +197,7 @@ pub async fn run_once(scenario: &Scenario, script: Script) -> (Recorder, u64) {
         let job = Job {
             name: format!("w{k}"),
             resource: RESOURCE.into(),
-            opts: opts(),
+            opts: lock_opts(),
             hold: Duration::from_millis(300),
             until,
             pause: Duration::from_millis(15),
@@ -210,7 +213,7 @@ pub async fn run_once(scenario: &Scenario, script: Script) -> (Recorder, u64) {
     let a_job = Job {
         name: "A".into(),
         resource: RESOURCE.into(),
-        opts: opts(),
+        opts: lock_opts(),
         hold: scenario
             .a_ignores_validity
             .unwrap_or_else(|| lock.remaining().saturating_sub(Duration::from_millis(10))),

@@ -16,6 +16,7 @@ pub struct Recorder {
     acquisitions: AtomicU64,
     failures: AtomicU64,
     writes_acked: AtomicU64,
+    fence_rejections: AtomicU64,
 }
 
 impl Recorder {
@@ -48,6 +49,16 @@ impl Recorder {
     /// Counts a resource write that the resource node acknowledged.
     pub fn write_acked(&self) {
         self.writes_acked.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a resource write that the fencing-token check refused (a stale holder).
+    pub fn fence_rejected(&self) {
+        self.fence_rejections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Writes refused by the fencing-token check so far.
+    pub fn fence_rejections(&self) -> u64 {
+        self.fence_rejections.load(Ordering::Relaxed)
     }
 
     /// Every window recorded so far.
@@ -109,6 +120,8 @@ pub struct Row {
     pub max_overlap_us: u64,
     /// Lost updates on the resource counter, if the scenario has one.
     pub lost_updates: Option<u64>,
+    /// Resource writes refused by the fencing-token check (fenced scenarios only).
+    pub fence_rejections: u64,
 }
 
 impl Row {
@@ -123,22 +136,25 @@ impl Row {
         if let Some(n) = lost_updates {
             self.lost_updates = Some(self.lost_updates.unwrap_or(0) + n);
         }
+        self.fence_rejections += rec.fence_rejections();
     }
 
-    /// `| scenario | expect | runs | acquisitions | violations | max overlap ms | lost updates |`
+    /// `| scenario | expect | runs | acquisitions | violations | max overlap ms | lost updates |
+    /// fenced rejections |`
     pub fn line(&self) -> String {
         let lost = self
             .lost_updates
             .map_or_else(|| "-".to_string(), |n| n.to_string());
         format!(
-            "| {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             self.scenario,
             self.expect,
             self.runs,
             self.acquisitions,
             self.violations,
             self.max_overlap_us / 1000,
-            lost
+            lost,
+            self.fence_rejections
         )
     }
 
@@ -181,6 +197,6 @@ mod tests {
         assert_eq!(row.acquisitions, 3);
         assert_eq!(row.violations, 1);
         assert_eq!(row.max_overlap_us, 600_000);
-        assert_eq!(row.line(), "| x | MUST-FAIL | 2 | 3 | 1 | 600 | 3 |");
+        assert_eq!(row.line(), "| x | MUST-FAIL | 2 | 3 | 1 | 600 | 3 | 0 |");
     }
 }

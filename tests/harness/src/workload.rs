@@ -82,10 +82,12 @@ pub async fn hold(lock: &Lock, start: MonoTime, job: &Job, seq: u64, rec: &Recor
                 Behaviour::Respectful => lock.remaining() > WRITE_MARGIN,
                 Behaviour::IgnoresValidity => true,
             };
-            if let (Some(n), true) = (before, may_write)
-                && write_counter(addr, n + 1).await
-            {
-                rec.write_acked();
+            if let (Some(n), true) = (before, may_write) {
+                match write_counter(addr, n + 1, lock.token()).await {
+                    Write::Acked => rec.write_acked(),
+                    Write::Fenced => rec.fence_rejected(),
+                    Write::Failed => {}
+                }
             }
         }
         None => tokio::time::sleep(work).await,
@@ -124,11 +126,45 @@ pub async fn read_counter(addr: SocketAddr) -> Option<u64> {
     }
 }
 
-async fn write_counter(addr: SocketAddr, n: u64) -> bool {
-    let args = vec![
-        b"SET".to_vec(),
-        COUNTER_KEY.to_vec(),
-        n.to_string().into_bytes(),
-    ];
-    matches!(resource_command(addr, args).await, Some(Reply::Simple(s)) if s == "OK")
+/// What became of a resource write.
+enum Write {
+    Acked,
+    /// The fencing-token check refused it: the writer's token is older than one seen.
+    Fenced,
+    Failed,
+}
+
+/// Fence key of the protected counter on the resource node.
+pub const FENCE_KEY: &[u8] = b"ql:res:fence";
+
+/// Writes the counter; with a fencing token, only if the shipped FENCE-CHECK script accepts
+/// the token, in the same script (REDLOCK.md §7.9).
+async fn write_counter(addr: SocketAddr, n: u64, token: Option<u64>) -> Write {
+    let value = n.to_string().into_bytes();
+    let args = match token {
+        None => vec![b"SET".to_vec(), COUNTER_KEY.to_vec(), value],
+        Some(t) => vec![
+            b"EVAL".to_vec(),
+            guarded_write().into_bytes(),
+            b"2".to_vec(),
+            FENCE_KEY.to_vec(),
+            COUNTER_KEY.to_vec(),
+            t.to_string().into_bytes(),
+            value,
+        ],
+    };
+    match resource_command(addr, args).await {
+        Some(Reply::Simple(s)) if s == "OK" => Write::Acked,
+        Some(Reply::Int(1)) => Write::Acked,
+        Some(Reply::Int(0)) => Write::Fenced,
+        _ => Write::Failed,
+    }
+}
+
+/// FENCE-CHECK on KEYS[1] / ARGV[1] (the token), then `SET KEYS[2] ARGV[2]` if it passed.
+fn guarded_write() -> String {
+    format!(
+        "local function fence_check()\n{}\nend\nif fence_check() == 1 then\n  redis.call('SET', KEYS[2], ARGV[2])\n  return 1\nend\nreturn 0\n",
+        quorumlock::FENCE_CHECK_SCRIPT
+    )
 }
