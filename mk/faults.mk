@@ -13,11 +13,13 @@ define print-faults-table
 	@echo; echo "$(FAULTS_HEADER)"; echo "|---|---|---|---|---|---|---|---|"; sort $(FAULTS_TABLE)
 endef
 
-## test-faults: proxy tests, every matrix row 3 times, 5 nemesis seeds x 20 s; prints the table.
+## test-faults: proxy tests, every matrix row 3 times, 5 nemesis seeds x 20 s, fencing tokens over
+## 32 clients x 10k acquisitions; prints the table.
 test-faults: deps-redis
 	@mkdir -p target; rm -f $(FAULTS_TABLE)
 	QL_FAULTS_FULL=1 QL_SEEDS=5 QL_FAULTS_TABLE=$(abspath $(FAULTS_TABLE)) \
 	  $(CARGO) test --locked -p quorumlock-harness --test proxy --test faults_matrix --test faults_nemesis -- --test-threads=2
+	QL_FAULTS_FULL=1 $(CARGO) test --locked -p quorumlock --test fencing -- tokens_strictly_increase
 	$(print-faults-table)
 	@if ip netns list >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	  echo "SKIP faults_netns: network-namespace partitions are not implemented yet"; \

@@ -94,12 +94,16 @@ test('acquire, extend, a busy acquire and release are counted exactly, per clien
   assert.deepEqual([m.release.ok, m.release.failures, m.release.latency.count], [1, 0, 1])
   assert.deepEqual([m.lost, m.wakeups], [0, 0])
 
-  // Per node: the connect round, the acquire, the extend and the release; the busy attempt
-  // and its cleanup found the other value. Replies after a quorum decision land later.
-  const settled = await pollMetrics(client, (s) => s.nodes.every((n) => n.requests === 6))
-  for (const n of settled.nodes) {
-    assert.deepEqual(n.replies, { Ok: 3, HeldByOther: 2, Released: 1 }, n.address)
-    assert.deepEqual([n.requests, n.errors, n.latency.count], [6, 0, 6], n.address)
+  // Per node: the connect round, the acquire, the extend, the busy attempt and the release;
+  // the busy attempt's cleanup only where the round was decided before the node answered (a
+  // node that refused is not cleaned). Replies after a quorum decision land later.
+  await pollMetrics(client, (s) => s.nodes.every((n) => n.replies.Ok === 3 && n.replies.Released === 1))
+  await sleep(200) // a cleanup still in flight lands within this
+  for (const n of client.metrics().nodes) {
+    const held = n.replies.HeldByOther
+    assert.ok(held === 1 || held === 2, `${n.address}: ${JSON.stringify(n.replies)}`)
+    assert.deepEqual(n.replies, { Ok: 3, HeldByOther: held, Released: 1 }, n.address)
+    assert.deepEqual([n.requests, n.errors, n.latency.count], [4 + held, 0, 4 + held], n.address)
   }
 })
 

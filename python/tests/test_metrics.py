@@ -62,15 +62,23 @@ def test_counts_after_acquire_extend_busy_release(cluster: Cluster):
     assert m.extend.ok == 1 and m.extend.failed == {} and m.extend.latency.count == 1
     assert m.release.ok == 1 and m.release.failed == {} and m.release.latency.count == 1
     assert m.lost == 0 and m.wakeups == 0
-    # Per node: the acquire and the extend, the busy round and its attempt's cleanup (the key
-    # is another's on every node), the release.
-    want = {"Ok": 2, "HeldByOther": 2, "Released": 1}
-    poll(lambda: replies_since(client, base) == [want] * 3)
-    assert replies_since(client, base) == [want] * 3
+    # Per node: the acquire and the extend, the busy round, the release; and the busy
+    # attempt's cleanup only where the round was decided before the node answered (a node
+    # that refused is not cleaned).
+    poll(
+        lambda: all(
+            r.get("Ok") == 2 and r.get("Released") == 1 for r in replies_since(client, base)
+        )
+    )
+    time.sleep(0.2)  # a cleanup still in flight lands within this
+    for r in replies_since(client, base):
+        assert r.get("HeldByOther") in (1, 2), r
+        assert r == {"Ok": 2, "HeldByOther": r["HeldByOther"], "Released": 1}
     for node, before in zip(client.metrics().nodes, base.nodes, strict=True):
-        assert node.requests - before.requests == 5
+        held = node.replies["HeldByOther"] - before.replies.get("HeldByOther", 0)
+        assert node.requests - before.requests == 3 + held
         assert node.errors == 0
-        assert node.latency.count - before.latency.count == 5
+        assert node.latency.count - before.latency.count == 3 + held
     assert base.acquire.ok == 0, "a snapshot does not change afterwards"
 
 

@@ -170,8 +170,8 @@ pub(crate) struct Listener {
 }
 
 impl Listener {
-    /// Forgets what was heard so far: notices that arrive during an attempt belong to the
-    /// state that attempt already saw.
+    /// Forgets what was heard so far: called as an attempt starts, whose requests see the
+    /// state those notices announced.
     pub(crate) fn reset(&self) {
         self.heard.nodes.store(0, Ordering::Relaxed);
     }
@@ -393,12 +393,12 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_notice_during_an_attempt_is_dropped_and_the_next_one_still_wakes() {
+    async fn notices_before_an_attempt_are_forgotten_and_the_next_quorum_wakes() {
         let (n, l) = listener(2);
-        // Notices from a quorum of nodes while the attempt runs ...
+        // Notices from a quorum of nodes before an attempt ...
         n.registry.deliver(0, b"k:released");
         n.registry.deliver(1, b"k:released");
-        // ... are forgotten when it fails, so they start no second attempt.
+        // ... are forgotten when it starts, so its failure starts no second attempt.
         l.reset();
         assert!(!woken(&l).await);
         // The next release still wakes the waiter, but only once a quorum published.

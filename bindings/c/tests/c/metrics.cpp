@@ -50,22 +50,30 @@ int main() {
   CHECK(m.lost == 0 && m.wakeups == 0);
   CHECK(m.nodes.size() == 3);
 
-  // Node figures: the acquire, the busy try and its cleanup (HeldByOther), the release.
-  // The acquire's votes decided at the quorum may land later.
+  // Node figures: the acquire, the busy try (HeldByOther), the release, and the busy try's
+  // cleanup only where its round was decided before the node answered (a node that refused
+  // is not cleaned). Replies decided at the quorum may land later.
   quorumlock::NodeMetrics node;
   for (int i = 0;; i++) {
     node = client.node_metrics(2);
-    if (node.requests - base.requests == 4) break;
+    if (node.replies_of(QL_NODE_OK) - base.replies_of(QL_NODE_OK) == 1 &&
+        node.replies_of(QL_NODE_RELEASED) - base.replies_of(QL_NODE_RELEASED) == 1) {
+      break;
+    }
     CHECK(i < 400);
     std::this_thread::sleep_for(50ms);
   }
+  std::this_thread::sleep_for(200ms);  // a late cleanup lands within this
+  node = client.node_metrics(2);
+  const uint64_t held = node.replies_of(QL_NODE_HELD_BY_OTHER) - base.replies_of(QL_NODE_HELD_BY_OTHER);
+  CHECK(held == 1 || held == 2);
+  CHECK(node.requests - base.requests == 2 + held);
   CHECK(node.address.rfind("127.0.0.1:", 0) == 0 && node.address == m.nodes[2].address);
   CHECK(node.errors == 0);
   CHECK(node.replies_of(QL_NODE_OK) - base.replies_of(QL_NODE_OK) == 1);
-  CHECK(node.replies_of(QL_NODE_HELD_BY_OTHER) - base.replies_of(QL_NODE_HELD_BY_OTHER) == 2);
   CHECK(node.replies_of(QL_NODE_RELEASED) - base.replies_of(QL_NODE_RELEASED) == 1);
   CHECK(node.replies_of(QL_NODE_TIMEOUT) == 0 && node.replies.size() == 3);
-  CHECK(node.latency.count - base.latency.count == 4 && node.latency.p99.has_value());
+  CHECK(node.latency.count - base.latency.count == 2 + held && node.latency.p99.has_value());
 
   try {
     client.node_metrics(3);
