@@ -57,6 +57,23 @@ impl Client {
         &self.inner
     }
 
+    /// Blocking [`crate::Client::ping`]: one round of `PING` and the connection probe's
+    /// findings per node.
+    ///
+    /// # Errors
+    /// As [`crate::Client::ping`], plus `InvalidArgument` on an async runtime thread.
+    pub fn ping(&self) -> Result<Vec<crate::NodeInfo>> {
+        block_on(self.inner.ping())?
+    }
+
+    /// Blocking [`crate::Client::inspect`]: who holds `resource` on each node.
+    ///
+    /// # Errors
+    /// As [`crate::Client::inspect`], plus `InvalidArgument` on an async runtime thread.
+    pub fn inspect(&self, resource: impl AsRef<[u8]>) -> Result<crate::Inspection> {
+        block_on(self.inner.inspect(resource))?
+    }
+
     /// [`crate::Client::metrics`]: a snapshot of the counters (never blocks).
     pub fn metrics(&self) -> crate::Metrics {
         self.inner.metrics()

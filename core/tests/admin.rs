@@ -46,6 +46,19 @@ async fn rule17_cancel_token_abandons_the_attempt_and_cleans_up() {
 }
 
 #[test]
+fn blocking_ping_and_inspect() {
+    let c = cluster(3);
+    let client = quorumlock::blocking::Client::connect(c.urls()).unwrap();
+    let infos = client.ping().unwrap();
+    assert_eq!(infos.len(), 3);
+    let lock = client.acquire(["bp"]).unwrap();
+    let seen = client.inspect("bp").unwrap();
+    assert_eq!(seen.holder(), Some(lock.value()), "{seen:?}");
+    lock.release().unwrap();
+    assert_eq!(client.inspect("bp").unwrap().holder(), None);
+}
+
+#[test]
 fn blocking_acquire_cancelled_from_another_thread() {
     let c = cluster(3);
     let client = quorumlock::blocking::Client::connect(c.urls()).unwrap();
