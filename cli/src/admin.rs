@@ -44,7 +44,7 @@ fn print_report(report: &Report) {
 /// `quorumlock status NAME`: 0 when a quorum holds one value, 114 when nobody does, 111
 /// when fewer than a quorum of nodes answered.
 pub(crate) async fn status(name: &str, settings: &Settings, json: bool) -> Result<u8, CliError> {
-    let client = connect(settings, false).await?;
+    let client = connect(settings, None).await?;
     let inspection = client.inspect(name).await?;
     let q = inspection.quorum;
     let n = inspection.nodes.len();
@@ -127,7 +127,7 @@ pub(crate) async fn release(
     settings: &Settings,
     json: bool,
 ) -> Result<u8, CliError> {
-    let client = connect(settings, false).await?;
+    let client = connect(settings, None).await?;
     let report = client.release_value([name], value).await?;
     let released = report.released_count();
     let code = if report.was_held_by_quorum() {
@@ -194,7 +194,7 @@ pub(crate) async fn force_break(
     settings: &Settings,
     json: bool,
 ) -> Result<u8, CliError> {
-    let client = connect(settings, false).await?;
+    let client = connect(settings, None).await?;
     let report = client.force_break(name).await?;
     let deleted = report.released_count();
     let code = if answered(&report) >= client.quorum() {
@@ -268,7 +268,7 @@ fn info_line(i: &NodeInfo) -> String {
 /// `quorumlock ping`: 0 when a quorum of nodes is usable (warnings do not change it), 111
 /// otherwise.
 pub(crate) async fn ping(settings: &Settings, json: bool) -> Result<u8, CliError> {
-    let client = connect(settings, false).await?;
+    let client = connect(settings, None).await?;
     let infos = client.ping().await?;
     let usable = infos
         .iter()

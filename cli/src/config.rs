@@ -1,11 +1,17 @@
-//! Where the nodes and defaults come from: `--nodes`, `QUORUMLOCK_NODES`, or the config
-//! file `quorumlock.toml` (current directory, `--config` or `QUORUMLOCK_CONFIG`); durations
-//! in humantime style (`500ms`, `30s`, `2m`).
+//! Where the nodes and settings come from: `--nodes`, `QUORUMLOCK_NODES`, or the config
+//! file `quorumlock.toml` (current directory, `--config` or `QUORUMLOCK_CONFIG`); the
+//! client settings every client of the same nodes must agree on (`max_ttl`, quarantine,
+//! eviction check) from global flags, their environment variables or the file; durations in
+//! humantime style (`500ms`, `30s`, `2m`).
 
 use std::path::Path;
 use std::time::Duration;
 
-use quorumlock::{Client, LockOptions};
+use clap::Args;
+use clap::builder::PossibleValuesParser;
+use quorumlock::{
+    Client, DEFAULT_MAX_TTL, DEFAULT_TTL, ErrorKind, EvictionCheck, LockOptions, Quarantine,
+};
 use serde::Deserialize;
 
 use crate::CliError;
@@ -15,6 +21,20 @@ pub(crate) const CONFIG_FILE: &str = "quorumlock.toml";
 
 /// Default wait budget of `run`.
 pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(30);
+
+/// The spellings of [`Quarantine`], in the order the docs list them.
+const QUARANTINE: &[(&str, Quarantine)] = &[
+    ("on", Quarantine::On),
+    ("strict", Quarantine::Strict),
+    ("off", Quarantine::Off),
+];
+
+/// The spellings of [`EvictionCheck`], in the order the docs list them.
+const EVICTION_CHECK: &[(&str, EvictionCheck)] = &[
+    ("refuse", EvictionCheck::Refuse),
+    ("warn", EvictionCheck::Warn),
+    ("off", EvictionCheck::Off),
+];
 
 /// Nodes and defaults after merging flags, environment and the config file.
 #[derive(Debug, Default, PartialEq)]
@@ -27,15 +47,70 @@ pub(crate) struct Settings {
     pub(crate) wait: Option<Duration>,
     /// `key_prefix` from the config file.
     pub(crate) key_prefix: Option<String>,
+    /// `--max-ttl`, else `max_ttl` from the config file.
+    pub(crate) max_ttl: Option<Duration>,
+    /// `--quarantine`, else `quarantine` from the config file.
+    pub(crate) quarantine: Option<Quarantine>,
+    /// `quarantine_margin` from the config file.
+    pub(crate) quarantine_margin: Option<Duration>,
+    /// `--eviction-check`, else `eviction_check` from the config file.
+    pub(crate) eviction_check: Option<EvictionCheck>,
+    /// `connect_timeout` from the config file.
+    pub(crate) connect_timeout: Option<Duration>,
+    /// `notify` from the config file.
+    pub(crate) notify: Option<bool>,
 }
 
+/// Client settings given as global flags (or their environment variables); they override
+/// the config file.
+#[derive(Args, Debug, Default)]
+pub(crate) struct ClientFlags {
+    /// Upper bound for any ttl [default: max_ttl from the config file, else 60s]; every
+    /// client of the same nodes must use the same value.
+    #[arg(
+        long,
+        global = true,
+        env = "QUORUMLOCK_MAX_TTL",
+        value_name = "DURATION"
+    )]
+    pub(crate) max_ttl: Option<String>,
+    /// Restart quarantine of nodes without durable writes [default: quarantine from the
+    /// config file, else on].
+    #[arg(
+        long,
+        global = true,
+        env = "QUORUMLOCK_QUARANTINE",
+        value_name = "MODE",
+        value_parser = PossibleValuesParser::new(QUARANTINE.iter().map(|(s, _)| *s))
+    )]
+    pub(crate) quarantine: Option<String>,
+    /// Nodes whose eviction policy can drop lock keys [default: eviction_check from the
+    /// config file, else refuse].
+    #[arg(
+        long,
+        global = true,
+        env = "QUORUMLOCK_EVICTION_CHECK",
+        value_name = "MODE",
+        value_parser = PossibleValuesParser::new(EVICTION_CHECK.iter().map(|(s, _)| *s))
+    )]
+    pub(crate) eviction_check: Option<String>,
+}
+
+/// The file's keys. Scalar values stay TOML values until [`parse_file`] reads them, so that
+/// a value of the wrong type gets a message naming its key.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
     nodes: Option<Vec<String>>,
-    ttl: Option<String>,
-    wait: Option<String>,
+    ttl: Option<toml::Value>,
+    wait: Option<toml::Value>,
     key_prefix: Option<String>,
+    max_ttl: Option<toml::Value>,
+    quarantine: Option<toml::Value>,
+    quarantine_margin: Option<toml::Value>,
+    eviction_check: Option<toml::Value>,
+    connect_timeout: Option<toml::Value>,
+    notify: Option<toml::Value>,
 }
 
 /// Parses a humantime duration (`500ms`, `30s`, `2m`); `what` names its source in errors.
@@ -47,29 +122,99 @@ pub(crate) fn parse_duration(what: &str, text: &str) -> Result<Duration, CliErro
     })
 }
 
+/// The names of `choices`, for messages: `on, strict, off`.
+fn names<T>(choices: &[(&str, T)]) -> String {
+    let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+    names.join(", ")
+}
+
+/// Looks `text` up among `choices` (exact spelling); `what` names its source in errors.
+fn parse_choice<T: Copy>(what: &str, text: &str, choices: &[(&str, T)]) -> Result<T, CliError> {
+    choices
+        .iter()
+        .find(|(name, _)| *name == text)
+        .map(|&(_, value)| value)
+        .ok_or_else(|| {
+            CliError::usage(format!(
+                "invalid value {text:?} for {what}; use one of: {}",
+                names(choices)
+            ))
+        })
+}
+
+/// The string in a file value; `hint` says what to write instead of another type.
+fn file_string(what: &str, value: toml::Value, hint: &str) -> Result<String, CliError> {
+    match value {
+        toml::Value::String(s) => Ok(s),
+        other => Err(CliError::usage(format!(
+            "invalid value {other} for {what}; {hint}"
+        ))),
+    }
+}
+
+/// A duration key of the file; `what` names the key and the file.
+fn file_duration(what: &str, value: Option<toml::Value>) -> Result<Option<Duration>, CliError> {
+    let hint = "write a duration as a string like \"500ms\", \"30s\" or \"2m\"";
+    value
+        .map(|v| parse_duration(what, &file_string(what, v, hint)?))
+        .transpose()
+}
+
+/// A key of the file with a fixed set of `choices`; `what` names the key and the file.
+fn file_choice<T: Copy>(
+    what: &str,
+    value: Option<toml::Value>,
+    choices: &[(&str, T)],
+) -> Result<Option<T>, CliError> {
+    let hint = format!("use one of: {}", names(choices));
+    value
+        .map(|v| parse_choice(what, &file_string(what, v, &hint)?, choices))
+        .transpose()
+}
+
 fn parse_file(path: &Path, text: &str) -> Result<Settings, CliError> {
     let shown = path.display();
     let file: File = toml::from_str(text)
         .map_err(|e| CliError::usage(format!("config file {shown}: {}", e.message())))?;
-    let duration = |key: &str, v: Option<String>| {
-        v.map(|s| parse_duration(&format!("{key} in {shown}"), &s))
-            .transpose()
+    let what = |key: &str| format!("{key} in {shown}");
+    let duration = |key: &str, v| file_duration(&what(key), v);
+    let notify = match file.notify {
+        None => None,
+        Some(toml::Value::Boolean(on)) => Some(on),
+        Some(other) => {
+            return Err(CliError::usage(format!(
+                "invalid value {other} for {}; use true or false (without quotes)",
+                what("notify")
+            )));
+        }
     };
     Ok(Settings {
         nodes: file.nodes.unwrap_or_default(),
         ttl: duration("ttl", file.ttl)?,
         wait: duration("wait", file.wait)?,
         key_prefix: file.key_prefix,
+        max_ttl: duration("max_ttl", file.max_ttl)?,
+        quarantine: file_choice(&what("quarantine"), file.quarantine, QUARANTINE)?,
+        quarantine_margin: duration("quarantine_margin", file.quarantine_margin)?,
+        eviction_check: file_choice(&what("eviction_check"), file.eviction_check, EVICTION_CHECK)?,
+        connect_timeout: duration("connect_timeout", file.connect_timeout)?,
+        notify,
     })
 }
 
 /// Merges the nodes given by flag or environment (`flag_nodes`, already split on commas)
-/// with the config file: `config` when given (it must exist), else `./quorumlock.toml` when
-/// present. Nodes from the flag or environment replace the file's list.
+/// and the client flags with the config file: `config` when given (it must exist), else
+/// `./quorumlock.toml` when present. Nodes from the flag or environment replace the file's
+/// list; each client flag replaces the file's key.
 ///
 /// # Errors
-/// Exit 113 for an unreadable or invalid config file, a bad duration in it, or no nodes.
-pub(crate) fn load(flag_nodes: &[String], config: Option<&Path>) -> Result<Settings, CliError> {
+/// Exit 113 for an unreadable or invalid config file, a bad value in it or in a flag, or no
+/// nodes.
+pub(crate) fn load(
+    flag_nodes: &[String],
+    config: Option<&Path>,
+    flags: &ClientFlags,
+) -> Result<Settings, CliError> {
     let path = config.unwrap_or(Path::new(CONFIG_FILE));
     let mut settings = if config.is_some() || path.exists() {
         let text = std::fs::read_to_string(path).map_err(|e| {
@@ -79,6 +224,15 @@ pub(crate) fn load(flag_nodes: &[String], config: Option<&Path>) -> Result<Setti
     } else {
         Settings::default()
     };
+    if let Some(s) = &flags.max_ttl {
+        settings.max_ttl = Some(parse_duration("--max-ttl", s)?);
+    }
+    if let Some(s) = &flags.quarantine {
+        settings.quarantine = Some(parse_choice("--quarantine", s, QUARANTINE)?);
+    }
+    if let Some(s) = &flags.eviction_check {
+        settings.eviction_check = Some(parse_choice("--eviction-check", s, EVICTION_CHECK)?);
+    }
     let given: Vec<String> = flag_nodes
         .iter()
         .map(|s| s.trim())
@@ -99,23 +253,68 @@ pub(crate) fn load(flag_nodes: &[String], config: Option<&Path>) -> Result<Setti
 /// Node timeout of the admin calls: generous, since they are not on a lock's critical path.
 const ADMIN_NODE_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// Connects to the nodes, waiting at most the connect timeout (1 s). For `run`
-/// (`for_run`), fails at once when fewer than a quorum of nodes can be reached; the admin
-/// subcommands connect to what they can and give each node [`ADMIN_NODE_TIMEOUT`].
+/// Connects to the nodes with the client settings, waiting at most the connect timeout
+/// (default 1 s). For `run` (`run` holds its lock options, which the engine checks against
+/// `max_ttl` before anything is sent), fails at once when fewer than a quorum of nodes can
+/// be reached; the admin subcommands connect to what they can and give each node
+/// [`ADMIN_NODE_TIMEOUT`].
 ///
 /// # Errors
-/// Exit 113 for a bad URL or key prefix, exit 111 when nodes cannot be reached.
-pub(crate) async fn connect(settings: &Settings, for_run: bool) -> Result<Client, CliError> {
+/// Exit 113 for a bad URL, key prefix or client setting, or a ttl the engine refuses (above
+/// `max_ttl`: a hint says how to raise it); exit 111 when nodes cannot be reached.
+pub(crate) async fn connect(
+    settings: &Settings,
+    run: Option<&LockOptions>,
+) -> Result<Client, CliError> {
+    let max_ttl = settings.max_ttl.unwrap_or(DEFAULT_MAX_TTL);
+    let opts = match run {
+        Some(opts) => opts.clone(),
+        // The admin calls take no ttl: keep the default one within a lower max_ttl.
+        None => LockOptions::default()
+            .ttl(DEFAULT_TTL.min(max_ttl))
+            .node_timeout(ADMIN_NODE_TIMEOUT),
+    };
+    let ttl = opts.get_ttl();
     let mut builder = Client::builder()
         .nodes(settings.nodes.iter().cloned())
-        .require_quorum(for_run);
-    if !for_run {
-        builder = builder.lock_options(LockOptions::default().node_timeout(ADMIN_NODE_TIMEOUT));
-    }
+        .require_quorum(run.is_some())
+        .lock_options(opts)
+        .max_ttl(max_ttl);
     if let Some(prefix) = &settings.key_prefix {
         builder = builder.key_prefix(prefix);
     }
-    Ok(builder.connect().await?)
+    if let Some(mode) = settings.quarantine {
+        builder = builder.quarantine(mode);
+    }
+    if let Some(margin) = settings.quarantine_margin {
+        builder = builder.quarantine_margin(margin);
+    }
+    if let Some(mode) = settings.eviction_check {
+        builder = builder.eviction_check(mode);
+    }
+    if let Some(timeout) = settings.connect_timeout {
+        builder = builder.connect_timeout(timeout);
+    }
+    if let Some(on) = settings.notify {
+        builder = builder.notify(on);
+    }
+    builder.connect().await.map_err(|e| {
+        let refused = e.kind() == ErrorKind::InvalidArgument;
+        let error = CliError::from(e);
+        if refused && ttl > max_ttl {
+            // The engine refused the configuration, and the ttl is above max_ttl, which the
+            // engine never accepts: say how to fix that in the CLI's terms.
+            error.with_hint(&format!(
+                "the ttl {} is above max_ttl {}: raise max_ttl to at least the ttl with \
+                 --max-ttl DURATION or max_ttl in {CONFIG_FILE} (the same on every client of \
+                 these nodes), or choose a shorter ttl",
+                humantime::format_duration(ttl),
+                humantime::format_duration(max_ttl)
+            ))
+        } else {
+            error
+        }
+    })
 }
 
 #[cfg(test)]
@@ -143,6 +342,7 @@ mod tests {
                 ttl: Some(Duration::from_secs(5)),
                 wait: Some(Duration::from_secs(60)),
                 key_prefix: Some("app:".into()),
+                ..Settings::default()
             })
         );
         let unknown = parse_file(Path::new("q.toml"), "nodez = []").err();
@@ -153,9 +353,197 @@ mod tests {
 
     #[test]
     fn flag_nodes_replace_the_file_and_none_is_an_error() {
-        let s = load(&[" redis://x:1 ".into(), String::new()], None).ok();
+        let none = ClientFlags::default();
+        let s = load(&[" redis://x:1 ".into(), String::new()], None, &none).ok();
         assert_eq!(s.map(|s| s.nodes), Some(vec!["redis://x:1".to_owned()]));
-        let missing = load(&[], Some(Path::new("/nonexistent/quorumlock.toml"))).err();
+        let missing = load(&[], Some(Path::new("/nonexistent/quorumlock.toml")), &none).err();
         assert!(missing.is_some_and(|e| e.exit == crate::exit::USAGE));
+    }
+
+    /// The usage error of `text` as a config file `q.toml`; panics when it parses.
+    fn file_error(text: &str) -> CliError {
+        match parse_file(Path::new("q.toml"), text) {
+            Ok(s) => panic!("{text:?} parsed: {s:?}"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn client_settings_in_the_file() {
+        let text = "max_ttl = \"2m\"\nquarantine = \"strict\"\nquarantine_margin = \"10s\"\n\
+                    eviction_check = \"warn\"\nconnect_timeout = \"250ms\"\nnotify = false\n";
+        let s = parse_file(Path::new("q.toml"), text).ok();
+        assert_eq!(
+            s,
+            Some(Settings {
+                max_ttl: Some(Duration::from_secs(120)),
+                quarantine: Some(Quarantine::Strict),
+                quarantine_margin: Some(Duration::from_secs(10)),
+                eviction_check: Some(EvictionCheck::Warn),
+                connect_timeout: Some(Duration::from_millis(250)),
+                notify: Some(false),
+                ..Settings::default()
+            })
+        );
+        for (text, mode) in [
+            ("on", Quarantine::On),
+            ("strict", Quarantine::Strict),
+            ("off", Quarantine::Off),
+        ] {
+            let s = parse_file(Path::new("q.toml"), &format!("quarantine = {text:?}")).ok();
+            assert_eq!(s.and_then(|s| s.quarantine), Some(mode), "{text}");
+        }
+        for (text, mode) in [
+            ("refuse", EvictionCheck::Refuse),
+            ("warn", EvictionCheck::Warn),
+            ("off", EvictionCheck::Off),
+        ] {
+            let s = parse_file(Path::new("q.toml"), &format!("eviction_check = {text:?}")).ok();
+            assert_eq!(s.and_then(|s| s.eviction_check), Some(mode), "{text}");
+        }
+        let s = parse_file(Path::new("q.toml"), "notify = true").ok();
+        assert_eq!(s.and_then(|s| s.notify), Some(true));
+        // Unset keys stay unset: the engine's defaults apply.
+        let s = parse_file(Path::new("q.toml"), "").ok();
+        assert_eq!(s, Some(Settings::default()));
+    }
+
+    #[test]
+    fn bad_client_settings_in_the_file_name_the_key_and_the_choices() {
+        let cases: &[(&str, &str, &[&str])] = &[
+            ("max_ttl = \"forever\"", "max_ttl in q.toml", &["500ms"]),
+            ("max_ttl = 120", "max_ttl in q.toml", &["120", "string"]),
+            (
+                "quarantine_margin = \"5 parsecs\"",
+                "quarantine_margin in q.toml",
+                &[],
+            ),
+            ("connect_timeout = \"\"", "connect_timeout in q.toml", &[]),
+            (
+                "connect_timeout = 1.5",
+                "connect_timeout in q.toml",
+                &["1.5"],
+            ),
+            (
+                "quarantine = \"maybe\"",
+                "quarantine in q.toml",
+                &["on, strict, off"],
+            ),
+            (
+                "quarantine = \"On\"",
+                "quarantine in q.toml",
+                &["on, strict, off"],
+            ),
+            (
+                "quarantine = true",
+                "quarantine in q.toml",
+                &["on, strict, off"],
+            ),
+            (
+                "eviction_check = \"ignore\"",
+                "eviction_check in q.toml",
+                &["refuse, warn, off"],
+            ),
+            (
+                "eviction_check = 0",
+                "eviction_check in q.toml",
+                &["refuse, warn, off"],
+            ),
+            ("notify = \"yes\"", "notify in q.toml", &["true or false"]),
+            ("notify = 1", "notify in q.toml", &["true or false"]),
+            ("max_ttls = \"2m\"", "q.toml", &["max_ttls"]),
+        ];
+        for (text, key, more) in cases {
+            let e = file_error(text);
+            assert_eq!(e.exit, crate::exit::USAGE, "{text}");
+            assert_eq!(e.code, "QL_INVALID", "{text}");
+            assert!(e.message.contains(key), "{text}: {}", e.message);
+            for m in *more {
+                assert!(e.message.contains(m), "{text}: {}", e.message);
+            }
+        }
+    }
+
+    #[test]
+    fn the_documented_example_file_parses_and_lists_every_key() {
+        let doc = include_str!("../../docs/cli.md");
+        let example = doc
+            .split("## Config file `quorumlock.toml`")
+            .nth(1)
+            .and_then(|rest| rest.split("```toml\n").nth(1))
+            .and_then(|rest| rest.split("```").next())
+            .unwrap_or_default();
+        let s = parse_file(Path::new("cli.md"), example);
+        assert!(s.is_ok(), "{:?}", s.err().map(|e| e.message));
+        let keys = [
+            "nodes",
+            "ttl",
+            "wait",
+            "key_prefix",
+            "max_ttl",
+            "quarantine",
+            "quarantine_margin",
+            "eviction_check",
+            "connect_timeout",
+            "notify",
+        ];
+        for key in keys {
+            assert!(example.contains(&format!("\n{key} = ")), "{key} missing");
+        }
+        for flag in ["--max-ttl", "--quarantine", "--eviction-check"] {
+            assert!(doc.contains(&format!("| `{flag} ")), "{flag} missing");
+        }
+    }
+
+    #[test]
+    fn client_flags_override_the_file() {
+        let dir = std::env::temp_dir().join(format!("ql-cli-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok();
+        let path = dir.join("q.toml");
+        let text = "nodes = [\"redis://a:1\"]\nmax_ttl = \"2m\"\nquarantine = \"strict\"\n\
+                    eviction_check = \"warn\"\nnotify = false\n";
+        assert!(std::fs::write(&path, text).is_ok());
+        let from_file = load(&[], Some(&path), &ClientFlags::default()).ok();
+        assert_eq!(
+            from_file
+                .as_ref()
+                .map(|s| (s.max_ttl, s.quarantine, s.eviction_check)),
+            Some((
+                Some(Duration::from_secs(120)),
+                Some(Quarantine::Strict),
+                Some(EvictionCheck::Warn)
+            ))
+        );
+        let flags = ClientFlags {
+            max_ttl: Some("90s".into()),
+            quarantine: Some("off".into()),
+            eviction_check: Some("refuse".into()),
+        };
+        let s = load(&[], Some(&path), &flags).ok();
+        assert_eq!(
+            s.as_ref()
+                .map(|s| (s.max_ttl, s.quarantine, s.eviction_check, s.notify)),
+            Some((
+                Some(Duration::from_secs(90)),
+                Some(Quarantine::Off),
+                Some(EvictionCheck::Refuse),
+                Some(false)
+            ))
+        );
+        let bad = ClientFlags {
+            max_ttl: Some("long".into()),
+            ..ClientFlags::default()
+        };
+        let e = load(&[], Some(&path), &bad).err();
+        assert!(e.is_some_and(|e| e.exit == crate::exit::USAGE && e.message.contains("--max-ttl")));
+        let bad = ClientFlags {
+            quarantine: Some("sometimes".into()),
+            ..ClientFlags::default()
+        };
+        let e = load(&[], Some(&path), &bad).err();
+        assert!(e.is_some_and(
+            |e| e.message.contains("--quarantine") && e.message.contains("on, strict, off")
+        ));
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -80,6 +80,8 @@ pub(crate) struct Global {
     /// Config file [default: ./quorumlock.toml when it exists].
     #[arg(long, global = true, env = "QUORUMLOCK_CONFIG", value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) client: config::ClientFlags,
     /// Print results as JSON (stdout; for `run`, one line on stderr).
     #[arg(long, global = true)]
     pub(crate) json: bool,
@@ -130,6 +132,8 @@ pub(crate) struct CliError {
     pub(crate) error: Option<Box<Error>>,
     /// More JSON fields (for example the stopped command's status).
     pub(crate) extra: Value,
+    /// What to do about the failure, in the CLI's terms; already part of `message`.
+    pub(crate) hint: Option<String>,
 }
 
 impl CliError {
@@ -141,6 +145,7 @@ impl CliError {
             message: message.into(),
             error: None,
             extra: Value::Null,
+            hint: None,
         }
     }
 
@@ -155,12 +160,24 @@ impl CliError {
         self
     }
 
+    /// Adds `hint` (what to do, in the CLI's terms) to the message, also in the JSON output.
+    pub(crate) fn with_hint(mut self, hint: &str) -> Self {
+        self.message = format!("{}; {hint}", self.message);
+        self.hint = Some(hint.to_owned());
+        self
+    }
+
     fn to_json(&self) -> Value {
+        let message = match (self.error.as_deref(), &self.hint) {
+            (Some(e), Some(hint)) => format!("{}; {hint}", e.message()),
+            (Some(e), None) => e.message().to_owned(),
+            (None, _) => self.message.clone(),
+        };
         let mut v = json!({
             "ok": false,
             "exit": self.exit,
             "code": self.code,
-            "message": self.error.as_deref().map_or(self.message.as_str(), Error::message),
+            "message": message,
         });
         if let Some(e) = &self.error {
             v["attempts"] = json!(e.attempts());
@@ -193,6 +210,7 @@ impl From<Error> for CliError {
             code: e.kind().as_str(),
             message: e.to_string(),
             extra: Value::Null,
+            hint: None,
             error: Some(Box::new(e)),
         }
     }
@@ -231,7 +249,11 @@ fn init_logging(verbose: u8) {
 }
 
 fn dispatch(cli: Cli) -> Result<u8, CliError> {
-    let settings = config::load(&cli.global.nodes, cli.global.config.as_deref())?;
+    let settings = config::load(
+        &cli.global.nodes,
+        cli.global.config.as_deref(),
+        &cli.global.client,
+    )?;
     let json = cli.global.json;
     if let Command::Break { name, yes } = &cli.command {
         admin::confirm_break(name, *yes)?;
@@ -282,6 +304,52 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The exit code and message of a command line clap refuses.
+    fn refused(args: &[&str]) -> (u8, String) {
+        match Cli::try_parse_from(args) {
+            Ok(cli) => panic!("{args:?} parsed: {cli:?}"),
+            Err(e) => (
+                if e.use_stderr() {
+                    exit::USAGE
+                } else {
+                    exit::OK
+                },
+                e.to_string(),
+            ),
+        }
+    }
+
+    #[test]
+    fn client_flags_are_global_and_checked() {
+        let cli = Cli::try_parse_from([
+            "quorumlock",
+            "ping",
+            "--max-ttl",
+            "2m",
+            "--quarantine",
+            "off",
+            "--eviction-check",
+            "warn",
+        ]);
+        let flags = cli.map(|c| c.global.client).ok();
+        assert_eq!(
+            flags.map(|f| (f.max_ttl, f.quarantine, f.eviction_check)),
+            Some((Some("2m".into()), Some("off".into()), Some("warn".into())))
+        );
+        let (code, msg) = refused(&["quorumlock", "--quarantine", "maybe", "ping"]);
+        assert_eq!(code, exit::USAGE);
+        assert!(
+            msg.contains("--quarantine") && msg.contains("strict"),
+            "{msg}"
+        );
+        let (code, msg) = refused(&["quorumlock", "--eviction-check", "ignore", "ping"]);
+        assert_eq!(code, exit::USAGE);
+        assert!(
+            msg.contains("--eviction-check") && msg.contains("refuse"),
+            "{msg}"
+        );
+    }
 
     #[test]
     fn every_exit_code_and_kind_is_documented() {

@@ -100,7 +100,7 @@ fn options(args: &RunArgs, settings: &Settings) -> Result<(LockOptions, Duration
 pub(crate) async fn run(args: RunArgs, settings: &Settings, json: bool) -> Result<u8, CliError> {
     let (opts, grace) = options(&args, settings)?;
     let mut signals = Signals::new()?;
-    let client = connect(settings, true).await?;
+    let client = connect(settings, Some(&opts)).await?;
     let cancel = CancelToken::new();
     let acquire = client.acquire_cancellable([&args.name], &opts, &cancel);
     tokio::pin!(acquire);

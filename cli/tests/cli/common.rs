@@ -22,13 +22,16 @@ pub fn cluster() -> Cluster {
         .expect("start redis nodes")
 }
 
-/// The binary with a clean environment (no nodes, config or log filter from outside), run in
-/// a folder without a config file.
+/// The binary with a clean environment (no nodes, config, client settings or log filter from
+/// outside), run in a folder without a config file.
 pub fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_quorumlock"));
     c.env_remove("QUORUMLOCK_NODES")
         .env_remove("QUORUMLOCK_CONFIG")
         .env_remove("QUORUMLOCK_LOG")
+        .env_remove("QUORUMLOCK_MAX_TTL")
+        .env_remove("QUORUMLOCK_QUARANTINE")
+        .env_remove("QUORUMLOCK_EVICTION_CHECK")
         .current_dir(env!("CARGO_TARGET_TMPDIR"))
         .stdin(Stdio::null());
     c
