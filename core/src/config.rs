@@ -284,7 +284,7 @@ impl Timing {
         }
         if ttl > self.max_ttl {
             return Err(Error::invalid(format!(
-                "ttl {ttl:?} exceeds max_ttl {:?}; raise ClientBuilder::max_ttl on every client of these nodes",
+                "ttl {ttl:?} exceeds max_ttl {:?}; raise the max_ttl setting (the same on every client of these nodes) or use a shorter ttl",
                 self.max_ttl
             )));
         }
