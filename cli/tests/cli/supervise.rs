@@ -64,7 +64,9 @@ fn a_child_ignoring_sigterm_is_killed_after_the_grace() {
     let out = run.wait_with_output().unwrap();
     let took = secs_since(t0);
     assert_eq!(code(&out), LOST, "{out:?}");
-    assert!((1.0..3.5).contains(&took), "took {took} s");
+    // The loss is seen within the 2 s ttl and the kill follows the 1 s grace; the upper
+    // bound only separates "killed" from "ran its 30 s" on a loaded machine.
+    assert!((1.0..15.0).contains(&took), "took {took} s");
     assert_eq!(stderr_json(&out)["child"]["signal"], 9);
     assert!(!String::from_utf8_lossy(&out.stdout).contains("survived"));
 }
