@@ -109,6 +109,7 @@ pub(crate) struct Node {
     pub(crate) child: Option<Child>,
 }
 
+#[derive(Debug, PartialEq, Eq)]
 enum Status {
     Ready,
     Starting,
@@ -178,9 +179,19 @@ impl Node {
                 addr_in_use: in_use("redis.log") || in_use("stderr"),
             };
         }
-        let ping = crate::command_timeout(self.addr(), &[b"PING"], Duration::from_millis(200));
-        match ping {
-            Ok(crate::Reply::Simple(s)) if s == "PONG" => Status::Ready,
+        // Ready only when the server on the port is our child: another test's server may
+        // hold the port while ours is still starting (and about to fail with "Address
+        // already in use"), and must never be taken for ours.
+        let info = crate::command_timeout(
+            self.addr(),
+            &[b"INFO", b"server"],
+            Duration::from_millis(200),
+        );
+        let ours = format!("process_id:{}\r\n", self.pid);
+        match info {
+            Ok(crate::Reply::Bulk(text)) if String::from_utf8_lossy(&text).contains(&ours) => {
+                Status::Ready
+            }
             _ => Status::Starting,
         }
     }
@@ -281,4 +292,34 @@ pub(crate) fn start_all(
         }
     }
     Ok(nodes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn another_servers_port_is_never_taken_for_ours() {
+        let server = Server::find().expect("redis-server");
+        let run = std::env::temp_dir().join(format!("ql-node-test-{}", std::process::id()));
+        let mut theirs = start_all(&server, &run.join("theirs"), 1, Persist::None).expect("start");
+        // Ours is spawned on the port their server holds: it answers PING at once, but it is
+        // not our child, so ours is not ready; ours then fails to bind.
+        let mut ours =
+            Node::spawn(&server, run.join("ours"), theirs[0].port, Persist::None).expect("spawn");
+        let mut seen = Vec::new();
+        for _ in 0..300 {
+            let st = ours.status();
+            let done = matches!(st, Status::Exited { .. });
+            seen.push(st);
+            if done {
+                break;
+            }
+            crate::sleep_ms(10);
+        }
+        assert!(!seen.contains(&Status::Ready), "{seen:?}");
+        assert_eq!(seen.last(), Some(&Status::Exited { addr_in_use: true }));
+        theirs[0].kill();
+        let _ = fs::remove_dir_all(&run);
+    }
 }
