@@ -54,11 +54,10 @@ async fn tokens_strictly_increase_across_concurrent_clients() {
                 seen.lock().unwrap().push((lock.acquired_at(), token));
                 lock.release().await.unwrap();
             }
+            // Every call succeeded, after at least one attempt each.
             let m = client.metrics();
-            eprintln!(
-                "DBG attempts={} ok={} wakeups={}",
-                m.acquire_attempts, m.acquire.ok, m.wakeups
-            );
+            assert_eq!(m.acquire.ok, each as u64);
+            assert!(m.acquire_attempts >= each as u64);
         }));
     }
     for t in tasks {

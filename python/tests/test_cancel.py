@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import _thread
 import asyncio
+import signal
 import threading
 import time
 
@@ -52,10 +53,16 @@ def test_keyboard_interrupt_during_acquire_leaves_no_key(
         fired_at.append(time.monotonic())
         _thread.interrupt_main()
 
+    # A process started in the background by a non-interactive shell inherits SIGINT as
+    # ignored, and then interrupt_main() does nothing: install Python's handler for the test.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.3, interrupt)
     timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        client.acquire("cancel:sync", retry_forever=True, retry_delay=0.0, retry_jitter=0.005)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            client.acquire("cancel:sync", retry_forever=True, retry_delay=0.0, retry_jitter=0.005)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     seen_after = time.monotonic() - fired_at[0]
     timer.join()
     assert seen_after < 0.5, seen_after
