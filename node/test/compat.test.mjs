@@ -135,8 +135,9 @@ test('lock fields follow node-redlock: resources, value, attempts, expiration', 
   // The bare resource name is the key, as in node-redlock.
   const held = (await valuesOn(cluster, 'fields')).filter((v) => String(v) === lock.value)
   assert.ok(held.length >= 2, `bare keys held on ${held.length} nodes`)
-  assert.equal(lock.attempts.length, 1)
-  const stats = await lock.attempts[0]
+  // Usually one attempt; a loaded machine can time one out (node timeout 10 ms at ttl 2 s).
+  assert.ok(lock.attempts.length >= 1)
+  const stats = await lock.attempts[lock.attempts.length - 1]
   assert.equal(stats.membershipSize, 3)
   assert.equal(stats.quorumSize, 2)
   assert.ok(stats.votesFor.size >= 2)
