@@ -11,6 +11,10 @@ use std::time::Duration;
 use common::*;
 use quorumlock::{FENCE_CHECK_SCRIPT, LockOptions};
 
+/// The tests of this file run one at a time: the 32-client test saturates two cores, and the
+/// others' 250 ms node timeout would not survive running next to it.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn fenced(ttl_ms: u64) -> LockOptions {
     opts(ttl_ms).fenced(true)
 }
@@ -30,6 +34,7 @@ fn set_counter(c: &Cluster, i: usize, key: &[u8], value: u64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_strictly_increase_across_concurrent_clients() {
+    let _serial = SERIAL.lock().await;
     // Issue 8: 32 concurrent clients and 10k acquisitions of one resource in the long suite
     // (`QL_FAULTS_FULL=1`, `make test-faults`); 32 x 15 in `make test`.
     const CLIENTS: usize = 32;
@@ -75,6 +80,7 @@ async fn tokens_strictly_increase_across_concurrent_clients() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_keep_increasing_across_crashes_and_delayed_restarts() {
+    let _serial = SERIAL.lock().await;
     let mut c = cluster(5);
     // Operator discipline instead of the quarantine: a crashed node comes back empty, but
     // only after every lock it could have held has expired (TESTING.md P2).
@@ -118,6 +124,7 @@ async fn tokens_keep_increasing_across_crashes_and_delayed_restarts() {
 
 #[tokio::test]
 async fn phase_two_raises_a_lagging_node_so_the_next_holder_gets_more() {
+    let _serial = SERIAL.lock().await;
     // REDLOCK.md §7.5, first history: a failed attempt left node 0's counter ahead.
     let c = cluster(3);
     let client = client(&c).await;
@@ -147,6 +154,7 @@ async fn phase_two_raises_a_lagging_node_so_the_next_holder_gets_more() {
 
 #[tokio::test]
 async fn multi_resource_locks_get_one_token_per_resource() {
+    let _serial = SERIAL.lock().await;
     let c = cluster(3);
     let client = client(&c).await;
     let a = client
@@ -167,6 +175,7 @@ async fn multi_resource_locks_get_one_token_per_resource() {
 
 #[tokio::test]
 async fn a_stale_holder_is_refused_by_the_fence_check() {
+    let _serial = SERIAL.lock().await;
     // The pause-after-the-validity-check scenario: C1's lease runs out while it stalls, C2
     // takes over and registers its token; C1's late write carries a lower token.
     let c = cluster(4);
@@ -210,6 +219,7 @@ async fn a_stale_holder_is_refused_by_the_fence_check() {
 
 #[tokio::test]
 async fn counter_ttl_must_cover_the_quarantine_period() {
+    let _serial = SERIAL.lock().await;
     let c = cluster(1);
     let client = client(&c).await;
     let o = fenced(1_000).fence_counter_ttl(Duration::from_secs(10));
