@@ -108,7 +108,7 @@ export interface Metrics {
   readonly acquire: OpMetrics
   /** Extend calls, the automatic extensions included. */
   readonly extend: OpMetrics
-  /** Release calls (explicit ones; background cleanups are not counted). */
+  /** Releases of locks, explicit or on drop (failed attempts' cleanups and repeated releases are not counted). */
   readonly release: OpMetrics
   /** Locks lost while held (expired or taken over). */
   readonly lost: number

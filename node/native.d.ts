@@ -266,7 +266,7 @@ export interface NativeMetrics {
   acquire: NativeOpMetrics
   /** Extend calls, the automatic extensions included. */
   extend: NativeOpMetrics
-  /** Explicit release calls. */
+  /** Releases of locks, explicit or on drop (failed attempts' cleanups and repeated releases are not counted). */
   release: NativeOpMetrics
   /** Locks lost while held. */
   lost: number

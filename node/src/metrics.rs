@@ -74,7 +74,7 @@ pub struct NativeMetrics {
     pub acquire: NativeOpMetrics,
     /// Extend calls, the automatic extensions included.
     pub extend: NativeOpMetrics,
-    /// Explicit release calls.
+    /// Releases of locks, explicit or on drop (failed attempts' cleanups and repeated releases are not counted).
     pub release: NativeOpMetrics,
     /// Locks lost while held.
     pub lost: f64,

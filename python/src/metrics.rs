@@ -237,7 +237,7 @@ impl Metrics {
         op(&self.inner.extend)
     }
 
-    /// Explicit release calls (background cleanups are not counted).
+    /// Releases of locks, explicit or on drop (failed attempts' cleanups and repeated releases are not counted).
     #[getter]
     fn release(&self) -> OpMetrics {
         op(&self.inner.release)

@@ -32,7 +32,7 @@ pub enum OpCode {
     QL_OP_ACQUIRE = 0,
     /// Extend calls, automatic extensions included.
     QL_OP_EXTEND = 1,
-    /// Explicit release calls (the cleanups of failed attempts are not counted).
+    /// Releases of locks, explicit or on drop (failed attempts' cleanups and repeated releases are not counted).
     QL_OP_RELEASE = 2,
 }
 

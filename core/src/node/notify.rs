@@ -13,7 +13,7 @@
 //! ACL denies costs at most one normal retry delay, never correctness.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -103,7 +103,7 @@ impl Notifier {
                     timeout: node.checks.connect_timeout,
                     registry: registry.clone(),
                     conn: None,
-                    denied_warned: AtomicBool::new(false),
+                    denied: false,
                 };
                 runtime.spawn(task.run(rx));
                 tx
@@ -214,7 +214,8 @@ struct Subscriber {
     timeout: Duration,
     registry: Arc<Registry>,
     conn: Option<(PubSubSink, PubSubStream)>,
-    denied_warned: AtomicBool,
+    /// The ACL denies SUBSCRIBE on this connection (warned once per connection).
+    denied: bool,
 }
 
 impl Subscriber {
@@ -237,7 +238,7 @@ impl Subscriber {
                         }
                     }
                     Some(Cmd::Sync(ack)) => {
-                        let _ = ack.send(self.conn.is_some() && !self.denied());
+                        let _ = ack.send(self.conn.is_some() && !self.denied);
                     }
                 },
                 msg = next_message(&mut self.conn) => match msg {
@@ -267,10 +268,6 @@ impl Subscriber {
         }
     }
 
-    fn denied(&self) -> bool {
-        self.denied_warned.load(Ordering::Relaxed)
-    }
-
     /// Opens the connection and subscribes every channel that has listeners now.
     async fn connect(&mut self) -> bool {
         let opened = tokio::time::timeout(self.timeout, self.client.get_async_pubsub()).await;
@@ -287,7 +284,7 @@ impl Subscriber {
         };
         let (sink, stream) = pubsub.split();
         self.conn = Some((sink, stream));
-        self.denied_warned.store(false, Ordering::Relaxed);
+        self.denied = false;
         for ch in self.registry.all() {
             if !self.send(true, &ch).await {
                 break;
@@ -336,7 +333,7 @@ impl Subscriber {
         let (kind, text) = classify(&e);
         if kind == NodeKind::NoPermission {
             // Redis 7 denies channels to ACL users by default: poll instead, warn once.
-            if !self.denied_warned.swap(true, Ordering::Relaxed) {
+            if !std::mem::replace(&mut self.denied, true) {
                 tracing::warn!(node = self.index, %text, "release notification is denied by the ACL (add &quorumlock:* or the key prefix's channels); waiters poll this node");
             }
             return true;
