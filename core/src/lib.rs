@@ -51,7 +51,7 @@ pub use config::{
     DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER, DEFAULT_TTL, EvictionCheck, KeyFormat, LockOptions,
     MAX_RESOURCE_LEN, Quarantine, default_node_timeout,
 };
-pub use error::{Error, ErrorKind, LostReason, Result};
+pub use error::{Error, ErrorKind, LostReason, MAX_ATTEMPT_REPORTS, Result};
 pub use lock::{Lock, LostSignal};
 pub use metrics::{Histogram, LATENCY_BOUNDS_US, Metrics, NodeMetrics, OpMetrics};
 pub use report::{NodeCategory, NodeKind, NodeResult, Report};
