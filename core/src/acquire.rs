@@ -427,8 +427,17 @@ fn failure_message(kind: ErrorKind, votes: usize, q: usize, v: i64, report: &Rep
             "the resource is held by another owner on {} of {n} nodes",
             report.count(NodeKind::HeldByOther)
         ),
-        _ => format!(
-            "only {votes} of {n} nodes voted for, {q} needed; node errors blocked the quorum"
-        ),
+        _ => {
+            let mut text = format!(
+                "only {votes} of {n} nodes voted for, {q} needed; node errors blocked the quorum"
+            );
+            let quarantined = report.count(NodeKind::Quarantined);
+            if quarantined > 0 {
+                text.push_str(&format!(
+                    " ({quarantined} in restart quarantine: nodes without durable writes are counted only after max_ttl + quarantine_margin of uptime, so a restart cannot hand out a lock twice; make them durable with appendonly yes + appendfsync always, set quarantine off for test set-ups, or wait)"
+                ));
+            }
+            text
+        }
     }
 }

@@ -1,7 +1,6 @@
 //! The client: N independent Redis masters, their connections, the timing settings, and the
 //! entry point of every operation.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,6 +16,7 @@ use crate::node::probe::Checks;
 use crate::node::{Node, RunIds};
 use crate::quorum::{self, Decide};
 use crate::report::{NodeKind, NodeResult, Report};
+use crate::warning::{Warner, Warning, WarningHook, WarningKind};
 
 /// What every operation of a client shares.
 pub(crate) struct Inner {
@@ -120,6 +120,7 @@ pub struct ClientBuilder {
     eviction_check: EvictionCheck,
     notify: bool,
     reprobe_every: Duration,
+    on_warning: Option<WarningHook>,
 }
 
 impl Default for ClientBuilder {
@@ -139,6 +140,7 @@ impl Default for ClientBuilder {
             eviction_check: EvictionCheck::default(),
             notify: true,
             reprobe_every: config::DEFAULT_REPROBE_EVERY,
+            on_warning: None,
         }
     }
 }
@@ -246,7 +248,18 @@ impl ClientBuilder {
         self
     }
 
-    fn check(&self) -> Result<(Timing, Vec<redis::Client>)> {
+    /// Calls `hook` with each [`Warning`] (once per kind and node), besides logging it as a
+    /// `tracing` warning: a node counted without durable writes while the quarantine is off,
+    /// one server listed twice, `INFO` refused, an evicting node with `EvictionCheck::Warn`,
+    /// release notification denied. The hook runs on the client's runtime and must not block.
+    pub fn on_warning(mut self, hook: impl Fn(&Warning) + Send + Sync + 'static) -> Self {
+        self.on_warning = Some(Arc::new(hook));
+        self
+    }
+
+    /// Validates the settings; returns the timing, one client per distinct server and the
+    /// warnings about servers listed more than once (the later entries are dropped).
+    fn check(&self) -> Result<(Timing, Vec<redis::Client>, Vec<Warning>)> {
         if self.nodes.is_empty() {
             return Err(Error::invalid("at least one node is required"));
         }
@@ -262,19 +275,28 @@ impl ClientBuilder {
         if self.connect_timeout.is_zero() {
             return Err(Error::invalid("connect_timeout must be positive"));
         }
-        let mut clients = Vec::with_capacity(self.nodes.len());
-        let mut seen = HashSet::new();
+        let mut clients: Vec<redis::Client> = Vec::with_capacity(self.nodes.len());
+        let mut servers: Vec<String> = Vec::with_capacity(self.nodes.len());
+        let mut warnings = Vec::new();
         for (i, spec) in self.nodes.iter().enumerate() {
             let client = match spec {
                 NodeSpec::Client(c) => (**c).clone(),
                 NodeSpec::Url(url) => parse_url(i, url)?,
             };
-            let address = crate::node::display_address(&client);
-            if !seen.insert(address.clone()) {
-                return Err(Error::invalid(format!(
-                    "node #{i} ({address}) is listed twice; every node must be a separate server"
-                )));
+            let server = crate::node::server_address(&client);
+            if let Some(first) = servers.iter().position(|s| *s == server) {
+                let address = crate::node::display_address(&client);
+                warnings.push(Warning::new(
+                    WarningKind::DuplicateNode,
+                    None,
+                    format!(
+                        "entry #{i} ({address}) is the same server as entry #{first} ({}) and counts once, as node #{first}; list each server once (db 0 and db 1 of one server are one master, not two)",
+                        crate::node::display_address(&clients[first])
+                    ),
+                ));
+                continue;
             }
+            servers.push(server);
             clients.push(client);
         }
         let timing = Timing {
@@ -284,7 +306,7 @@ impl ClientBuilder {
             quarantine_period: self.max_ttl + self.quarantine_margin,
         };
         timing.check(&self.defaults, self.defaults.ttl)?;
-        Ok((timing, clients))
+        Ok((timing, clients, warnings))
     }
 
     /// Validates the configuration, opens one connection per node (in parallel, waiting up
@@ -298,7 +320,7 @@ impl ClientBuilder {
     /// [`require_quorum`](Self::require_quorum), `Connection`, `Auth`, `Timeout`, ... when
     /// fewer than a quorum of nodes connected, with the per-node report.
     pub async fn connect(self) -> Result<Client> {
-        let (timing, clients) = self.check()?;
+        let (timing, clients, warnings) = self.check()?;
         let runtime = Handle::try_current().map_err(|_| {
             Error::invalid(
                 "Client::connect must run inside a tokio runtime (or use quorumlock::blocking)",
@@ -310,7 +332,11 @@ impl ClientBuilder {
             quarantine_period: timing.quarantine_period,
             eviction: self.eviction_check,
             reprobe_every: self.reprobe_every,
+            warner: Warner::new(self.on_warning),
         });
+        for w in warnings {
+            checks.warner.warn(w);
+        }
         let run_ids = Arc::new(RunIds::new(clients.len()));
         let nodes: Vec<Arc<Node>> = clients
             .into_iter()

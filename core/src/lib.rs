@@ -39,6 +39,7 @@ mod quorum;
 mod report;
 pub mod runtime;
 mod value;
+mod warning;
 mod watchdog;
 
 pub use admin::{Holding, Inspection, NodeInfo};
@@ -56,6 +57,7 @@ pub use lock::{Lock, LostSignal};
 pub use metrics::{Histogram, LATENCY_BOUNDS_US, Metrics, NodeMetrics, OpMetrics};
 pub use report::{NodeCategory, NodeKind, NodeResult, Report};
 pub use value::{MIN_GIVEN_HEX, VALUE_BYTES};
+pub use warning::{Warning, WarningHook, WarningKind};
 
 /// FENCE-CHECK, a Lua script for a protected resource kept in Redis (REDLOCK.md §7.9):
 /// `EVAL <script> 1 <fence key> <token>` returns 1 and stores the token when it is at least

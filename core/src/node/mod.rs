@@ -21,6 +21,7 @@ use tokio::runtime::Handle;
 
 use crate::clock::MonoTime;
 use crate::report::NodeKind;
+use crate::warning::{Warning, WarningKind};
 use probe::{Checks, Probe};
 use scripts::Script;
 
@@ -91,14 +92,14 @@ impl RunIds {
         }
     }
 
-    fn is_duplicate(&self, index: usize) -> bool {
+    /// The first node before `index` that is the same server, if any: that one counts and
+    /// this one does not, so the server votes once.
+    fn duplicate_of(&self, index: usize) -> Option<usize> {
         let ids = lock(&self.0);
-        let Some(Some(mine)) = ids.get(index) else {
-            return false;
-        };
+        let mine = ids.get(index)?.as_deref()?;
         ids.iter()
-            .enumerate()
-            .any(|(i, id)| i != index && id.as_deref() == Some(mine.as_str()))
+            .take(index)
+            .position(|id| id.as_deref() == Some(mine))
     }
 }
 
@@ -153,7 +154,7 @@ impl Node {
                 .client
                 .get_multiplexed_async_connection_with_config(&config)
                 .await?;
-            let probe = probe::probe(&mut mux, &self.checks).await?;
+            let probe = probe::probe(&mut mux, &self.checks, (self.index, &self.address)).await?;
             Ok::<_, RedisError>((mux, probe))
         })
         .await;
@@ -192,7 +193,8 @@ impl Node {
                 tokio::time::sleep(node.checks.reprobe_every).await;
                 link.reprobing.store(false, Ordering::Relaxed);
             };
-            let result = tokio::time::timeout(timeout, probe::probe(&mut mux, &node.checks)).await;
+            let probe = probe::probe(&mut mux, &node.checks, (node.index, &node.address));
+            let result = tokio::time::timeout(timeout, probe).await;
             let probe = match result {
                 Ok(Ok(p)) => p,
                 Ok(Err(e)) if e.is_io_error() || e.is_unrecoverable_error() => {
@@ -341,11 +343,18 @@ impl Node {
             if let Some(f) = &link.probe.unusable {
                 return Err(f.clone());
             }
-            if self.run_ids.is_duplicate(self.index) {
-                return Err((
-                    NodeKind::Duplicate,
-                    "another configured node is the same server (same run_id)".to_owned(),
+            if let Some(first) = self.run_ids.duplicate_of(self.index) {
+                let text = format!(
+                    "the same server as node #{first} (same run_id); it counts once, as node #{first}"
+                );
+                self.checks.warner.warn(Warning::new(
+                    WarningKind::DuplicateNode,
+                    Some((self.index, &self.address)),
+                    format!(
+                        "{text}; list each server once (db 0 and db 1 of one server are one master)"
+                    ),
                 ));
+                return Err((NodeKind::Duplicate, text));
             }
             let now = MonoTime::now();
             if now < link.probe.ready_at {
@@ -353,7 +362,7 @@ impl Node {
                 return Err((
                     NodeKind::Quarantined,
                     format!(
-                        "up {} s without durable writes; counted again in {:.1} s (restart quarantine)",
+                        "up {} s without durable writes; counted in {:.1} s (restart quarantine). To count it now, make its writes durable (appendonly yes, appendfsync always) or, for test set-ups, turn the quarantine off",
                         link.probe.uptime.as_secs(),
                         wait.as_secs_f64()
                     ),
@@ -429,6 +438,18 @@ pub(crate) fn display_address(client: &redis::Client) -> String {
         ConnectionAddr::TcpTls { host, port, .. } => format!("{host}:{port}/{db} (tls)"),
         ConnectionAddr::Unix(path) => format!("unix:{}/{db}", path.display()),
         _ => format!("unknown/{db}"),
+    }
+}
+
+/// The server behind a node, whatever its database and credentials: `host:port` or
+/// `unix:path`. Two nodes with the same server address are one master.
+pub(crate) fn server_address(client: &redis::Client) -> String {
+    match client.get_connection_info().addr() {
+        ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } => {
+            format!("{}:{port}", host.to_ascii_lowercase())
+        }
+        ConnectionAddr::Unix(path) => format!("unix:{}", path.display()),
+        other => format!("{other:?}"),
     }
 }
 

@@ -11,6 +11,7 @@ use redis::{RedisResult, Value};
 use crate::clock::MonoTime;
 use crate::config::{EvictionCheck, Quarantine};
 use crate::report::NodeKind;
+use crate::warning::{Warner, Warning, WarningKind};
 
 use super::NodeFailure;
 
@@ -24,6 +25,8 @@ pub(crate) struct Checks {
     pub(crate) eviction: EvictionCheck,
     /// How old a connection's probe may get before it is re-run.
     pub(crate) reprobe_every: Duration,
+    /// Where warnings about nodes go.
+    pub(crate) warner: Warner,
 }
 
 /// What the probe found on one connection.
@@ -47,8 +50,14 @@ async fn send(mux: &mut MultiplexedConnection, cmd: &redis::Cmd) -> RedisResult<
 }
 
 /// Reads `INFO` and the persistence settings and decides how the node may be used.
-/// Connection errors fail the probe (and so the connect); refusals by ACL do not.
-pub(crate) async fn probe(mux: &mut MultiplexedConnection, checks: &Checks) -> RedisResult<Probe> {
+/// Connection errors fail the probe (and so the connect); refusals by ACL do not. `node` is
+/// the node's index and address, for warnings. The settings are read even with every
+/// check off: they name the server (duplicates) and tell whether it writes durably.
+pub(crate) async fn probe(
+    mux: &mut MultiplexedConnection,
+    checks: &Checks,
+    node: (usize, &str),
+) -> RedisResult<Probe> {
     let now = MonoTime::now();
     let mut probe = Probe {
         run_id: None,
@@ -57,14 +66,15 @@ pub(crate) async fn probe(mux: &mut MultiplexedConnection, checks: &Checks) -> R
         unusable: None,
         uptime_unknown: false,
     };
-    if checks.quarantine == Quarantine::Off && checks.eviction == EvictionCheck::Off {
-        return Ok(probe);
-    }
     let info = match send(mux, &redis::cmd("INFO")).await {
         Ok(v) => Some(parse_info(&reply_text(&v).unwrap_or_default())),
         Err(e) if e.is_io_error() || e.is_unrecoverable_error() => return Err(e),
         Err(e) => {
-            tracing::warn!(error = %e, "INFO is refused; the restart quarantine cannot see restarts");
+            checks.warner.warn(Warning::new(
+                WarningKind::InfoRefused,
+                Some(node),
+                format!("INFO is refused ({e}); the restart quarantine cannot see restarts of this node, and one server listed twice cannot be told apart; allow INFO (+info) for the lock user"),
+            ));
             None
         }
     };
@@ -93,7 +103,7 @@ pub(crate) async fn probe(mux: &mut MultiplexedConnection, checks: &Checks) -> R
         .get("uptime_in_seconds")
         .and_then(|s| s.parse().ok())
         .map_or(Duration::ZERO, Duration::from_secs);
-    probe.unusable = misconfiguration(&info, checks.eviction);
+    probe.unusable = misconfiguration(&info, checks, node);
     let durable = config.get("appendonly").is_some_and(|v| v == "yes")
         && config.get("appendfsync").is_some_and(|v| v == "always")
         && config
@@ -103,13 +113,25 @@ pub(crate) async fn probe(mux: &mut MultiplexedConnection, checks: &Checks) -> R
         // uptime is rounded down, so the wait is conservative.
         probe.ready_at = now + checks.quarantine_period.saturating_sub(probe.uptime);
     }
+    if checks.quarantine == Quarantine::Off && !durable && probe.unusable.is_none() {
+        checks.warner.warn(Warning::new(
+            WarningKind::NotDurable,
+            Some(node),
+            format!(
+                "counted without durable writes (up {} s) because the restart quarantine is off: if this node restarts, the locks it held are gone and another client can take them while their holders still act; set `appendonly yes` and `appendfsync always` on it, or turn the quarantine on (quarantine=on)",
+                probe.uptime.as_secs()
+            ),
+        ));
+    }
     Ok(probe)
 }
 
 fn misconfiguration(
     info: &HashMap<String, String>,
-    eviction: EvictionCheck,
+    checks: &Checks,
+    node: (usize, &str),
 ) -> Option<NodeFailure> {
+    let eviction = checks.eviction;
     if info.get("role").is_some_and(|r| r == "slave") {
         return Some((
             NodeKind::ReadOnly,
@@ -130,7 +152,9 @@ fn misconfiguration(
         if eviction == EvictionCheck::Refuse {
             return Some((NodeKind::EvictionPolicy, text));
         }
-        tracing::warn!("{text}");
+        checks
+            .warner
+            .warn(Warning::new(WarningKind::EvictionPolicy, Some(node), text));
     }
     None
 }
