@@ -13,7 +13,7 @@ use crate::lock::Lock;
 use crate::metrics::{ClientStats, Metrics};
 use crate::node::notify::Notifier;
 use crate::node::probe::Checks;
-use crate::node::{Node, RunIds};
+use crate::node::{Node, RunIds, Target, target};
 use crate::quorum::{self, Decide};
 use crate::report::{NodeKind, NodeResult, Report};
 use crate::warning::{Warner, Warning, WarningHook, WarningKind};
@@ -147,7 +147,10 @@ impl Default for ClientBuilder {
 
 impl ClientBuilder {
     /// Adds a node by URL: `redis://[user:password@]host:port[/db]`, `rediss://...` for TLS,
-    /// `?protocol=resp3` for RESP3.
+    /// `?protocol=resp3` for RESP3. A Redis Cluster is one member:
+    /// `redis+cluster://[user:password@]host:port,host:port,...` (`rediss+cluster://` for
+    /// TLS) lists some of its nodes; keys route by hash slot, and the member votes for a lock
+    /// only when every resource's primary accepted it.
     pub fn node(mut self, url: impl Into<String>) -> Self {
         self.nodes.push(NodeSpec::Url(url.into()));
         self
@@ -259,7 +262,7 @@ impl ClientBuilder {
 
     /// Validates the settings; returns the timing, one client per distinct server and the
     /// warnings about servers listed more than once (the later entries are dropped).
-    fn check(&self) -> Result<(Timing, Vec<redis::Client>, Vec<Warning>)> {
+    fn check(&self) -> Result<(Timing, Vec<Target>, Vec<Warning>)> {
         if self.nodes.is_empty() {
             return Err(Error::invalid("at least one node is required"));
         }
@@ -275,29 +278,28 @@ impl ClientBuilder {
         if self.connect_timeout.is_zero() {
             return Err(Error::invalid("connect_timeout must be positive"));
         }
-        let mut clients: Vec<redis::Client> = Vec::with_capacity(self.nodes.len());
-        let mut servers: Vec<String> = Vec::with_capacity(self.nodes.len());
+        let mut targets: Vec<Target> = Vec::with_capacity(self.nodes.len());
         let mut warnings = Vec::new();
         for (i, spec) in self.nodes.iter().enumerate() {
-            let client = match spec {
-                NodeSpec::Client(c) => (**c).clone(),
-                NodeSpec::Url(url) => parse_url(i, url)?,
+            let target = match spec {
+                NodeSpec::Client(c) => Target::Single((**c).clone()),
+                NodeSpec::Url(url) => parse_url(i, url, self.connect_timeout)?,
             };
-            let server = crate::node::server_address(&client);
-            if let Some(first) = servers.iter().position(|s| *s == server) {
-                let address = crate::node::display_address(&client);
+            let servers = target.servers();
+            let same = |t: &Target| t.servers().iter().any(|s| servers.contains(s));
+            if let Some(first) = targets.iter().position(same) {
                 warnings.push(Warning::new(
                     WarningKind::DuplicateNode,
                     None,
                     format!(
-                        "entry #{i} ({address}) is the same server as entry #{first} ({}) and counts once, as node #{first}; list each server once (db 0 and db 1 of one server are one master, not two)",
-                        crate::node::display_address(&clients[first])
+                        "entry #{i} ({}) is the same server as node #{first} ({}) and counts once, as node #{first}; list each server once (db 0 and db 1 of one server are one master, not two)",
+                        target.display(),
+                        targets[first].display()
                     ),
                 ));
                 continue;
             }
-            servers.push(server);
-            clients.push(client);
+            targets.push(target);
         }
         let timing = Timing {
             drift_factor: self.drift_factor,
@@ -306,7 +308,7 @@ impl ClientBuilder {
             quarantine_period: self.max_ttl + self.quarantine_margin,
         };
         timing.check(&self.defaults, self.defaults.ttl)?;
-        Ok((timing, clients, warnings))
+        Ok((timing, targets, warnings))
     }
 
     /// Validates the configuration, opens one connection per node (in parallel, waiting up
@@ -320,7 +322,7 @@ impl ClientBuilder {
     /// [`require_quorum`](Self::require_quorum), `Connection`, `Auth`, `Timeout`, ... when
     /// fewer than a quorum of nodes connected, with the per-node report.
     pub async fn connect(self) -> Result<Client> {
-        let (timing, clients, warnings) = self.check()?;
+        let (timing, targets, warnings) = self.check()?;
         let runtime = Handle::try_current().map_err(|_| {
             Error::invalid(
                 "Client::connect must run inside a tokio runtime (or use quorumlock::blocking)",
@@ -337,8 +339,8 @@ impl ClientBuilder {
         for w in warnings {
             checks.warner.warn(w);
         }
-        let run_ids = Arc::new(RunIds::new(clients.len()));
-        let nodes: Vec<Arc<Node>> = clients
+        let run_ids = Arc::new(RunIds::new(targets.len()));
+        let nodes: Vec<Arc<Node>> = targets
             .into_iter()
             .enumerate()
             .map(|(i, c)| Node::new(i, c, checks.clone(), run_ids.clone(), runtime.clone()))
@@ -381,7 +383,12 @@ impl ClientBuilder {
     }
 }
 
-fn parse_url(i: usize, url: &str) -> Result<redis::Client> {
+fn parse_url(i: usize, url: &str, connect_timeout: Duration) -> Result<Target> {
+    match target::parse_cluster(url, connect_timeout) {
+        Ok(Some(cluster)) => return Ok(cluster),
+        Ok(None) => {}
+        Err(e) => return Err(Error::invalid(format!("node #{i}: {e}"))),
+    }
     let lower = url.to_ascii_lowercase();
     if ![
         "redis://",
@@ -395,10 +402,10 @@ fn parse_url(i: usize, url: &str) -> Result<redis::Client> {
     .any(|s| lower.starts_with(s))
     {
         return Err(Error::invalid(format!(
-            "node #{i}: a node URL must start with redis://, rediss:// or unix://"
+            "node #{i}: a node URL must start with redis://, rediss://, unix:// or redis+cluster://"
         )));
     }
-    redis::Client::open(url).map_err(|e| {
+    redis::Client::open(url).map(Target::Single).map_err(|e| {
         // The redis error never echoes the URL, so no credentials leak here.
         Error::invalid(format!("node #{i}: invalid node URL ({e})"))
     })

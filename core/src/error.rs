@@ -142,7 +142,8 @@ pub struct Error {
     validity_us: Option<i64>,
     lost_reason: Option<LostReason>,
     report: Report,
-    history: Vec<Report>,
+    /// Boxed, not a `Vec`: it keeps `Error` small on every `Result` path.
+    history: Box<[Report]>,
 }
 
 /// How many attempt reports an error keeps (the most recent ones).
@@ -157,7 +158,7 @@ impl Error {
             validity_us: None,
             lost_reason: None,
             report: Report::default(),
-            history: Vec::new(),
+            history: Box::default(),
         }
     }
 
@@ -172,7 +173,7 @@ impl Error {
 
     /// The per-node reports of the attempts, oldest first (the last one is `report`).
     pub(crate) fn with_history(mut self, history: Vec<Report>) -> Self {
-        self.history = history;
+        self.history = history.into_boxed_slice();
         self
     }
 

@@ -102,7 +102,7 @@ impl Notifier {
                 let task = Subscriber {
                     index: node.index,
                     address: node.address.clone(),
-                    client: node.client.clone(),
+                    client: node.target.pubsub_client().clone(),
                     timeout: node.checks.connect_timeout,
                     checks: node.checks.clone(),
                     registry: registry.clone(),
