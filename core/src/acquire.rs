@@ -244,7 +244,10 @@ async fn attempts(
         let guard = CleanupGuard {
             inner: inner.clone(),
             keys: keys.clone(),
-            value: Some(value::fresh()?.into()),
+            value: Some(match &opts.value {
+                Some(given) => given.as_str().into(),
+                None => value::fresh()?.into(),
+            }),
             timeout: node_timeout,
         };
         let value: Arc<str> = guard.value.clone().unwrap_or_else(|| Arc::from(""));

@@ -568,12 +568,57 @@ impl Client {
         crate::acquire::acquire(&self.inner, resources, opts.clone(), Some(cancel)).await
     }
 
+    /// Extends the given resources to `ttl` on every node where they hold `value` (a value
+    /// taken from a [`Lock::value`], possibly in another process, or a peer library's value
+    /// during a migration) and returns the validity left. Like [`Lock::extend`], keys are
+    /// only lengthened, never re-created. Unlike it, there is no local deadline to check:
+    /// prefer `Lock::extend` when you have the lock.
+    ///
+    /// # Errors
+    /// `Lost` when the keys are gone or held by another value on too many nodes,
+    /// `QuorumNotReached` or `ValidityTooShort` (nothing changed), `InvalidArgument` for an
+    /// empty resource set, a bad ttl, or a value shorter than 16 printable characters.
+    pub async fn extend_value<I, R>(
+        &self,
+        resources: I,
+        value: &str,
+        ttl: Duration,
+    ) -> Result<Duration>
+    where
+        I: IntoIterator<Item = R>,
+        R: AsRef<[u8]>,
+    {
+        self.inner.check_process()?;
+        crate::value::check_given(value)?;
+        let opts = &self.inner.defaults;
+        let ttl_ms = self.inner.timing.check(opts, ttl)?;
+        let resources = config::normalize_resources(resources)?;
+        let keys: Arc<[Vec<u8>]> = resources.iter().map(|r| self.inner.key(r)).collect();
+        let value: Arc<str> = Arc::from(value);
+        let t1 = crate::clock::MonoTime::now();
+        let round = quorum::round(
+            &self.inner.nodes,
+            opts.effective_node_timeout(ttl),
+            Decide::AtQuorum,
+            |node| {
+                let (keys, value) = (keys.clone(), value.clone());
+                async move { node.extend(&keys, &value, ttl_ms).await }
+            },
+        )
+        .await;
+        let elapsed = crate::clock::MonoTime::now() - t1;
+        match crate::lock::verdict(&self.inner, opts, round, ttl, elapsed) {
+            crate::lock::Verdict::Extended(validity) => Ok(validity),
+            crate::lock::Verdict::Lost(e) | crate::lock::Verdict::Failed(e) => Err(e),
+        }
+    }
+
     /// Releases the given resources on every node where they hold `value` (a value taken
     /// from a [`Lock::value`], possibly in another process). Never touches keys holding
     /// another value.
     ///
     /// # Errors
-    /// `InvalidArgument` for an empty resource set or a value shorter than 32 hex
+    /// `InvalidArgument` for an empty resource set or a value shorter than 16 printable
     /// characters. Node failures appear in the report, not as errors.
     pub async fn release_value<I, R>(&self, resources: I, value: &str) -> Result<Report>
     where

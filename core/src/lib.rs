@@ -56,7 +56,7 @@ pub use error::{Error, ErrorKind, LostReason, MAX_ATTEMPT_REPORTS, Result};
 pub use lock::{Lock, LostSignal};
 pub use metrics::{Histogram, LATENCY_BOUNDS_US, Metrics, NodeMetrics, OpMetrics};
 pub use report::{NodeCategory, NodeKind, NodeResult, Report};
-pub use value::{MIN_GIVEN_HEX, VALUE_BYTES};
+pub use value::{MIN_GIVEN_LEN, VALUE_BYTES};
 pub use warning::{Warning, WarningHook, WarningKind};
 
 /// FENCE-CHECK, a Lua script for a protected resource kept in Redis (REDLOCK.md §7.9):

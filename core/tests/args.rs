@@ -142,8 +142,17 @@ async fn bad_extend_and_release_arguments() {
     invalid(lock.extend(Duration::ZERO).await, "positive");
     invalid(lock.extend(Duration::from_secs(120)).await, "max_ttl");
     assert!(lock.is_held(), "a refused extend leaves the lock alone");
-    invalid(client.release_value(["r"], "short").await, "32 hex");
-    invalid(client.release_value(["r"], &"z".repeat(40)).await, "32 hex");
+    invalid(client.release_value(["r"], "short").await, "16 printable");
+    invalid(
+        client.release_value(["r"], &"z ".repeat(20)).await,
+        "16 printable",
+    );
+    invalid(
+        client
+            .release_value(["r"], "caf\u{e9}-caf\u{e9}-caf\u{e9}-caf\u{e9}")
+            .await,
+        "ASCII",
+    );
     invalid(
         client.release_value(Vec::<&str>::new(), lock.value()).await,
         "at least one resource",
