@@ -208,6 +208,11 @@ impl LockOptions {
         self.value = Some(value.into());
         self
     }
+    /// Back to a fresh random value per attempt (the default).
+    pub fn without_value(mut self) -> Self {
+        self.value = None;
+        self
+    }
     /// The caller's lock value, if one was given.
     pub fn get_value(&self) -> Option<&str> {
         self.value.as_deref()

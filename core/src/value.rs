@@ -75,7 +75,9 @@ mod tests {
     #[test]
     fn given_values_need_entropy() {
         assert!(check_given("abc").is_err());
-        assert!(check_given(&"g".repeat(40)).is_err());
+        assert!(check_given(&"g ".repeat(20)).is_err());
+        assert!(check_given("\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}").is_err());
+        assert!(check_given(&"g".repeat(16)).is_ok());
         assert!(check_given(&"a".repeat(32)).is_ok());
     }
 

@@ -303,6 +303,55 @@ pub unsafe extern "C" fn quorumlock_error_attempts(err: *const Error) -> u32 {
     })
 }
 
+/// Reports kept for the attempts of a failed acquisition (oldest first, at most 64, the most
+/// recent), 0 when nothing was sent or for NULL. The last one is the error's own report.
+///
+/// Thread safety: safe from any thread.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `err` is NULL or a live error.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_error_attempt_count(err: *const Error) -> usize {
+    ffi_panic_boundary!({
+        ffi::handle(err, "err")
+            .ok()
+            .and_then(|e| e.source.as_deref())
+            .map_or(0, |e| e.attempt_reports().len())
+    })
+}
+
+/// Writes the kind (`QL_NODE_*`) of node `node` in the report of attempt `attempt` (see
+/// `quorumlock_error_attempt_count`) to `*kind_out`. `QL_INVALID` for NULL or an index out
+/// of range.
+///
+/// Thread safety: safe from any thread.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `err` is NULL or a live error; `kind_out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_error_attempt_node_kind(
+    err: *const Error,
+    attempt: usize,
+    node: usize,
+    kind_out: *mut u32,
+) -> QlResult {
+    ffi_panic_boundary!(std::ptr::null_mut() => {
+        let out = Out::new(kind_out, "kind_out")?;
+        let result = ffi::handle(err, "err")?
+            .source
+            .as_deref()
+            .and_then(|e| e.attempt_reports().get(attempt))
+            .and_then(|r| r.nodes().get(node))
+            .ok_or_else(|| {
+                Error::invalid(format!("attempt {attempt}, node {node} is out of range"))
+            })?;
+        out.write(result.kind.code());
+        Ok(())
+    })
+}
+
 /// For `QL_LOST`, why the lock was lost (`QL_LOST_EXPIRED`, ...); `QL_LOST_NONE` otherwise
 /// and for NULL.
 ///

@@ -310,6 +310,11 @@ impl Node {
         });
     }
 
+    /// Whether this member is a Redis Cluster.
+    pub(crate) fn is_cluster(&self) -> bool {
+        self.target.is_cluster()
+    }
+
     /// Why the node cannot carry lock traffic now, if it cannot.
     pub(crate) fn unusable(&self) -> Option<NodeFailure> {
         self.link(Traffic::Lock).err()

@@ -240,9 +240,11 @@ pub(crate) fn parse_config(v: &Value) -> HashMap<String, String> {
     }
 }
 
-/// The text of a bulk or verbatim string reply.
+/// The text of a bulk or verbatim string reply; for the per-primary map a cluster member
+/// answers a broadcast command with, the first primary's text.
 pub(crate) fn reply_text(v: &Value) -> Option<String> {
     match v {
+        Value::Map(pairs) => pairs.first().and_then(|(_, v)| reply_text(v)),
         Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
         Value::VerbatimString { text, .. } => Some(text.clone()),
         Value::SimpleString(s) => Some(s.clone()),
