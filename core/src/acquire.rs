@@ -33,6 +33,9 @@ use crate::node::notify::Listener;
 use crate::quorum::{self, Decide};
 use crate::report::{NodeKind, Report};
 use crate::value;
+use quorumlock_proto::acquire::{
+    AttemptVerdict, cleanup_plan, next_attempt, remember, verdict as attempt_verdict,
+};
 
 /// Sends RELEASE for `keys`/`value` to every node and waits (each node bounded by
 /// `timeout`) for the per-node report.
@@ -60,26 +63,6 @@ async fn release_on(
     .into_report()
 }
 
-/// True when an acquire request that ended as `kind` cannot have written a key: the node
-/// refused it (another holder, an ACL or role refusal) or it was never sent. Every other
-/// outcome, a timeout or a lost connection included, may have written one.
-fn untouched(kind: NodeKind) -> bool {
-    matches!(
-        kind,
-        NodeKind::HeldByOther
-            | NodeKind::NotConnected
-            | NodeKind::ConnectionRefused
-            | NodeKind::Quarantined
-            | NodeKind::EvictionPolicy
-            | NodeKind::Duplicate
-            | NodeKind::ReadOnly
-            | NodeKind::ClusterUnsupported
-            | NodeKind::Auth
-            | NodeKind::NoPermission
-            | NodeKind::Loading
-    )
-}
-
 /// Releases an attempt's keys when dropped while armed: a cancelled acquisition (its
 /// future dropped mid-attempt) still cleans every node (REDLOCK.md §3.5).
 struct CleanupGuard {
@@ -101,13 +84,9 @@ impl CleanupGuard {
     /// have written a key. Nothing to clean (every node refused or was not asked): `None`.
     fn spawn_after(mut self, round: &quorum::Round) -> Option<JoinHandle<()>> {
         let value = self.value.take()?;
-        let dirty: Vec<Arc<Node>> = self
-            .inner
-            .nodes
-            .iter()
-            .zip(&round.results)
-            .filter(|(_, r)| !untouched(r.kind))
-            .map(|(n, _)| n.clone())
+        let dirty: Vec<Arc<Node>> = cleanup_plan(round)
+            .into_iter()
+            .filter_map(|i| self.inner.nodes.get(i).cloned())
             .collect();
         if dirty.is_empty() {
             return None;
@@ -170,14 +149,6 @@ async fn cancel_now(
         .with_history(std::mem::take(history))
 }
 
-/// Keeps the report of a failed attempt, dropping the oldest beyond the cap.
-fn remember(history: &mut Vec<Report>, report: &Report) {
-    if history.len() >= MAX_ATTEMPT_REPORTS {
-        history.remove(0);
-    }
-    history.push(report.clone());
-}
-
 /// One acquire call: the attempts of [`attempts`], counted in the client's metrics.
 pub(crate) async fn acquire(
     inner: &Arc<Inner>,
@@ -207,7 +178,7 @@ async fn attempts(
     opts: LockOptions,
     cancel: Option<&CancelToken>,
 ) -> Result<Lock> {
-    let ttl = opts.ttl;
+    let ttl = opts.get_ttl();
     let ttl_ms = inner.timing.check(&opts, ttl)?;
     let keys: Arc<[Vec<u8>]> = resources.iter().map(|r| inner.key(r)).collect();
     let node_timeout = opts.effective_node_timeout(ttl);
@@ -215,14 +186,14 @@ async fn attempts(
     let min_validity_us =
         i64::try_from(opts.effective_min_validity(ttl).as_micros()).unwrap_or(i64::MAX);
     let q = inner.quorum();
-    let fenced = opts.fenced;
+    let fenced = opts.get_fenced();
     let all_keys = if fenced {
         fencing::with_counters(&keys)
     } else {
         keys.clone()
     };
     let counter_ttl_ms = opts
-        .fence_counter_ttl
+        .get_fence_counter_ttl()
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     let start = MonoTime::now();
     let mut attempt: u32 = 0;
@@ -244,8 +215,8 @@ async fn attempts(
         let guard = CleanupGuard {
             inner: inner.clone(),
             keys: keys.clone(),
-            value: Some(match &opts.value {
-                Some(given) => given.as_str().into(),
+            value: Some(match opts.get_value() {
+                Some(given) => given.into(),
                 None => value::fresh()?.into(),
             }),
             timeout: node_timeout,
@@ -297,49 +268,40 @@ async fn attempts(
         let fence_failed = fenced && tokens.is_none();
         let t2 = MonoTime::now();
         let v = quorum::validity_us(ttl, t2 - t1, drift);
-        if votes >= q && !fence_failed && v > 0 && v >= min_validity_us {
-            let value = guard.disarm().unwrap_or(value);
-            tracing::debug!(attempt, validity_us = v, "acquired");
-            return Ok(Lock::new(Grant {
-                inner: inner.clone(),
-                resources,
-                keys,
-                value,
-                opts,
-                t1,
-                acquired_at: t2,
-                valid_until: t1 + (ttl - drift),
-                attempts: attempt,
-                report: round.into_report(),
-                tokens,
-            }));
-        }
-        let kind = if votes >= q && fence_failed {
-            ErrorKind::QuorumNotReached
-        } else if votes >= q {
-            ErrorKind::ValidityTooShort
-        } else {
-            quorum::classify_failure(&round)
+        let kind = match attempt_verdict(&round, v, min_validity_us, fence_failed) {
+            AttemptVerdict::Failed(kind, message) => (kind, message),
+            AttemptVerdict::Granted => {
+                let value = guard.disarm().unwrap_or(value);
+                tracing::debug!(attempt, validity_us = v, "acquired");
+                return Ok(Lock::new(Grant {
+                    inner: inner.clone(),
+                    resources,
+                    keys,
+                    value,
+                    opts,
+                    t1,
+                    acquired_at: t2,
+                    valid_until: t1 + (ttl - drift),
+                    attempts: attempt,
+                    report: round.into_report(),
+                    tokens,
+                }));
+            }
         };
+        let (kind, message) = kind;
         let mut cleanup = guard.spawn_after(&round);
         let report = round.into_report();
-        remember(&mut history, &report);
-        let error = Error::new(kind, failure_message(kind, votes, q, v, &report))
+        remember(&mut history, &report, MAX_ATTEMPT_REPORTS);
+        let error = Error::new(kind, message)
             .with_attempts(attempt)
             .with_validity_us(v)
             .with_report(report);
         tracing::debug!(attempt, %kind, "attempt failed");
-        let delay = opts.retry_delay
-            + Duration::from_micros(value::jitter(
-                u64::try_from(opts.retry_jitter.as_micros()).unwrap_or(u64::MAX),
-            ));
-        let out_of_budget = opts
-            .wait
-            .is_some_and(|w| (MonoTime::now() - start) + delay > w);
-        if attempt > opts.retry_count || out_of_budget {
+        let elapsed = MonoTime::now() - start;
+        let Some(delay) = next_attempt(&opts, attempt, elapsed, value::random8()) else {
             settle(&mut cleanup).await;
             return Err(error.with_history(history));
-        }
+        };
         let mut vacant = false;
         if attempt == 1
             && let Some(notifier) = &inner.notifier
@@ -417,30 +379,4 @@ async fn vacant_on_quorum(inner: &Inner, keys: &Arc<[Vec<u8>]>, timeout: Duratio
     })
     .await;
     round.count(NodeKind::NotHeld) >= inner.quorum()
-}
-
-fn failure_message(kind: ErrorKind, votes: usize, q: usize, v: i64, report: &Report) -> String {
-    let n = report.nodes().len();
-    match kind {
-        ErrorKind::ValidityTooShort => format!(
-            "a quorum of {votes}/{n} nodes was reached but only {:.3} ms of validity were left; the attempt took too long (a stalled client or a slow network)",
-            v as f64 / 1000.0
-        ),
-        ErrorKind::Busy => format!(
-            "the resource is held by another owner on {} of {n} nodes",
-            report.count(NodeKind::HeldByOther)
-        ),
-        _ => {
-            let mut text = format!(
-                "only {votes} of {n} nodes voted for, {q} needed; node errors blocked the quorum"
-            );
-            let quarantined = report.count(NodeKind::Quarantined);
-            if quarantined > 0 {
-                text.push_str(&format!(
-                    " ({quarantined} in restart quarantine: nodes without durable writes are counted only after max_ttl + quarantine_margin of uptime, so a restart cannot hand out a lock twice; make them durable with appendonly yes + appendfsync always, set quarantine off for test set-ups, or wait)"
-                ));
-            }
-            text
-        }
-    }
 }

@@ -226,12 +226,9 @@ impl Client {
             let report = Report::new(
                 infos
                     .iter()
-                    .map(|i| NodeResult {
-                        index: i.index,
-                        address: i.address.clone(),
-                        latency: i.latency,
-                        kind: i.kind.unwrap_or(NodeKind::Other),
-                        detail: i.detail.clone(),
+                    .map(|i| {
+                        let kind = i.kind.unwrap_or(NodeKind::Other);
+                        NodeResult::new(i.index, &i.address, kind, i.latency, i.detail.clone())
                     })
                     .collect(),
             );
@@ -324,13 +321,7 @@ impl Client {
                         Ok(k) => (k, None),
                         Err((k, t)) => (k, Some(t)),
                     };
-                    NodeResult {
-                        index: node.index,
-                        address: node.address.clone(),
-                        latency,
-                        kind,
-                        detail,
-                    }
+                    NodeResult::new(node.index, &node.address, kind, latency, detail)
                 })
                 .collect(),
         ))
@@ -338,6 +329,7 @@ impl Client {
 
     fn admin_timeout(&self) -> Duration {
         let d = &self.inner.defaults;
-        d.effective_node_timeout(d.ttl).max(Duration::from_secs(1))
+        d.effective_node_timeout(d.get_ttl())
+            .max(Duration::from_secs(1))
     }
 }

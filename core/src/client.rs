@@ -53,17 +53,7 @@ impl Inner {
 
     /// `<prefix>{<resource>}`, or `<prefix><resource>` with [`KeyFormat::Bare`].
     pub(crate) fn key(&self, resource: &[u8]) -> Vec<u8> {
-        let mut k = Vec::with_capacity(self.prefix.len() + resource.len() + 2);
-        k.extend_from_slice(&self.prefix);
-        match self.key_format {
-            KeyFormat::Braced => {
-                k.push(b'{');
-                k.extend_from_slice(resource);
-                k.push(b'}');
-            }
-            KeyFormat::Bare => k.extend_from_slice(resource),
-        }
-        k
+        self.key_format.key(&self.prefix, resource)
     }
 }
 
@@ -307,7 +297,7 @@ impl ClientBuilder {
             max_ttl: self.max_ttl,
             quarantine_period: self.max_ttl + self.quarantine_margin,
         };
-        timing.check(&self.defaults, self.defaults.ttl)?;
+        timing.check(&self.defaults, self.defaults.get_ttl())?;
         Ok((timing, targets, warnings))
     }
 
@@ -589,7 +579,7 @@ impl Client {
         R: AsRef<[u8]>,
     {
         self.inner.check_process()?;
-        crate::value::check_given(value)?;
+        quorumlock_proto::value::check_given(value)?;
         let opts = &self.inner.defaults;
         let ttl_ms = self.inner.timing.check(opts, ttl)?;
         let resources = config::normalize_resources(resources)?;
@@ -607,9 +597,10 @@ impl Client {
         )
         .await;
         let elapsed = crate::clock::MonoTime::now() - t1;
-        match crate::lock::verdict(&self.inner, opts, round, ttl, elapsed) {
-            crate::lock::Verdict::Extended(validity) => Ok(validity),
-            crate::lock::Verdict::Lost(e) | crate::lock::Verdict::Failed(e) => Err(e),
+        use quorumlock_proto::extend::{Verdict, verdict};
+        match verdict(&self.inner.timing, opts, round, ttl, elapsed) {
+            Verdict::Extended(validity) => Ok(validity),
+            Verdict::Lost(e) | Verdict::Failed(e) => Err(e),
         }
     }
 
@@ -626,13 +617,13 @@ impl Client {
         R: AsRef<[u8]>,
     {
         self.inner.check_process()?;
-        crate::value::check_given(value)?;
+        quorumlock_proto::value::check_given(value)?;
         let resources = config::normalize_resources(resources)?;
         let keys: Arc<[Vec<u8>]> = resources.iter().map(|r| self.inner.key(r)).collect();
         let timeout = self
             .inner
             .defaults
-            .effective_node_timeout(self.inner.defaults.ttl);
+            .effective_node_timeout(self.inner.defaults.get_ttl());
         let value: Arc<str> = Arc::from(value);
         Ok(crate::acquire::release_keys(&self.inner, &keys, &value, timeout).await)
     }

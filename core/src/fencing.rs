@@ -35,12 +35,7 @@ use crate::report::NodeKind;
 
 /// Lock keys followed by their counter keys (`<lock key>:fence`), in the same order.
 pub(crate) fn with_counters(keys: &[Vec<u8>]) -> Arc<[Vec<u8>]> {
-    let counters = keys.iter().map(|k| {
-        let mut c = k.clone();
-        c.extend_from_slice(b":fence");
-        c
-    });
-    keys.iter().cloned().chain(counters).collect()
+    quorumlock_proto::fencing::with_counters(keys).into()
 }
 
 /// The counters each node returned in phase 1, by node index.
@@ -74,32 +69,15 @@ pub(crate) async fn settle(
 ) -> Option<Vec<u64>> {
     let got: Vec<Option<Vec<u64>>> =
         std::mem::take(&mut *slots.lock().unwrap_or_else(PoisonError::into_inner));
-    // Q: nodes that voted for in this round, with their counters.
-    let q_nodes: Vec<(usize, Vec<u64>)> = round
-        .results
-        .iter()
-        .filter(|r| r.kind == NodeKind::Ok)
-        .filter_map(|r| Some((r.index, got.get(r.index)?.clone()?)))
-        .collect();
-    let first = q_nodes.first()?.1.len();
-    let t: Vec<u64> = (0..first)
-        .map(|r| {
-            q_nodes
-                .iter()
-                .filter_map(|(_, c)| c.get(r).copied())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut held = q_nodes.iter().filter(|(_, c)| *c == t).count();
-    let q = inner.quorum();
-    if held >= q {
-        return Some(t);
+    let phase1 = quorumlock_proto::fencing::phase1(round, &got)?;
+    if phase1.settled(inner.nodes.len()) {
+        return Some(phase1.tokens);
     }
-    let lagging: Vec<_> = q_nodes
+    let (t, mut held, q) = (phase1.tokens, phase1.held, inner.quorum());
+    let lagging: Vec<_> = phase1
+        .lagging
         .iter()
-        .filter(|(_, c)| *c != t)
-        .filter_map(|(i, _)| inner.nodes.get(*i).cloned())
+        .filter_map(|i| inner.nodes.get(*i).cloned())
         .collect();
     tracing::debug!(held, lagging = lagging.len(), "fencing phase 2");
     let tokens: Arc<[u64]> = t.clone().into();

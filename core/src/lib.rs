@@ -24,19 +24,18 @@
 #![forbid(unsafe_code)]
 
 mod acquire;
+/// The protocol's modules, under the names the engine has always used.
+pub(crate) use quorumlock_proto::{config, error, report};
 mod admin;
 pub mod blocking;
 mod cancel;
 mod client;
 pub mod clock;
-mod config;
-mod error;
 mod fencing;
 mod lock;
 mod metrics;
 mod node;
 mod quorum;
-mod report;
 pub mod runtime;
 mod value;
 mod warning;
@@ -55,8 +54,8 @@ pub use config::{
 pub use error::{Error, ErrorKind, LostReason, MAX_ATTEMPT_REPORTS, Result};
 pub use lock::{Lock, LostSignal};
 pub use metrics::{Histogram, LATENCY_BOUNDS_US, Metrics, NodeMetrics, OpMetrics};
+pub use quorumlock_proto::value::{MIN_GIVEN_LEN, VALUE_BYTES};
 pub use report::{NodeCategory, NodeKind, NodeResult, Report};
-pub use value::{MIN_GIVEN_LEN, VALUE_BYTES};
 pub use warning::{Warning, WarningHook, WarningKind};
 
 /// FENCE-CHECK, a Lua script for a protected resource kept in Redis (REDLOCK.md §7.9):

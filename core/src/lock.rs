@@ -13,8 +13,9 @@ use crate::config::LockOptions;
 use crate::error::{Error, ErrorKind, LostReason, Result};
 use crate::metrics::ClientStats;
 use crate::quorum::{self, Decide};
-use crate::report::{NodeKind, Report};
+use crate::report::Report;
 use crate::watchdog;
+use quorumlock_proto::extend::{Verdict, verdict};
 
 /// What a successful acquisition hands to [`Lock::new`].
 pub(crate) struct Grant {
@@ -104,7 +105,7 @@ impl Lock {
             capped: false,
             auto: false,
         };
-        let auto = grant.opts.auto_extend;
+        let auto = grant.opts.get_auto_extend();
         let shared = Arc::new(Shared {
             grant,
             state: Mutex::new(state),
@@ -142,7 +143,7 @@ impl Lock {
     }
     /// The TTL the lock was acquired with.
     pub fn ttl(&self) -> Duration {
-        self.shared.grant.opts.ttl
+        self.shared.grant.opts.get_ttl()
     }
     /// Attempts the acquisition took.
     pub fn attempts(&self) -> u32 {
@@ -290,7 +291,7 @@ pub(crate) fn mark_lost(shared: &Shared, error: &Error) {
         &g.inner,
         g.keys.clone(),
         g.value.clone(),
-        g.opts.effective_node_timeout(g.opts.ttl),
+        g.opts.effective_node_timeout(g.opts.get_ttl()),
     );
 }
 
@@ -351,7 +352,7 @@ async fn extend_once(shared: &Shared, ttl: Duration) -> Result<()> {
             }
         }
     };
-    if g.opts.max_extensions.is_some_and(|m| extensions >= m) {
+    if g.opts.get_max_extensions().is_some_and(|m| extensions >= m) {
         return Err(cap_reached(shared, "max_extensions reached"));
     }
     let t1 = MonoTime::now();
@@ -359,7 +360,7 @@ async fn extend_once(shared: &Shared, ttl: Duration) -> Result<()> {
         return Err(expired(shared, Report::default()));
     }
     if g.opts
-        .max_hold
+        .get_max_hold()
         .is_some_and(|m| t1 + ttl > g.acquired_at + m)
     {
         return Err(cap_reached(shared, "max_hold would be exceeded"));
@@ -374,7 +375,7 @@ async fn extend_once(shared: &Shared, ttl: Duration) -> Result<()> {
     if t2 >= valid_until {
         return Err(expired(shared, round.into_report()));
     }
-    match verdict(&g.inner, &g.opts, round, ttl, t2 - t1) {
+    match verdict(&g.inner.timing, &g.opts, round, ttl, t2 - t1) {
         Verdict::Extended(_) => {
             let drift = g.inner.timing.drift(ttl);
             let mut st = lock_state(shared);
@@ -391,61 +392,6 @@ async fn extend_once(shared: &Shared, ttl: Duration) -> Result<()> {
         }
         Verdict::Failed(e) => Err(e),
     }
-}
-
-/// What an extend round means.
-pub(crate) enum Verdict {
-    /// A quorum extended, with this much validity left.
-    Extended(Duration),
-    /// The keys are gone or taken on too many nodes for a quorum ever to extend again.
-    Lost(Error),
-    /// Not this time (node errors, or too little validity); nothing changed.
-    Failed(Error),
-}
-
-/// Judges an extend round that took `elapsed` (REDLOCK.md §5).
-pub(crate) fn verdict(
-    inner: &Inner,
-    opts: &LockOptions,
-    round: quorum::Round,
-    ttl: Duration,
-    elapsed: Duration,
-) -> Verdict {
-    let v = quorum::validity_us(ttl, elapsed, inner.timing.drift(ttl));
-    let min_v = i64::try_from(opts.effective_min_validity(ttl).as_micros()).unwrap_or(i64::MAX);
-    let (n, q) = (inner.nodes.len(), inner.quorum());
-    let ok = round.count(NodeKind::Ok);
-    let held = round.count(NodeKind::HeldByOther);
-    let gone = round.count(NodeKind::NotHeld) + held;
-    if ok >= q && v > 0 && v >= min_v {
-        return Verdict::Extended(Duration::from_micros(v.unsigned_abs()));
-    }
-    if gone > n - q {
-        let (reason, text) = if held > 0 {
-            (LostReason::Taken, "another owner holds the lock now")
-        } else {
-            (
-                LostReason::Expired,
-                "the lock's keys are gone from a majority of nodes",
-            )
-        };
-        return Verdict::Lost(Error::lost(reason, text, round.into_report()));
-    }
-    let kind = if ok >= q {
-        ErrorKind::ValidityTooShort
-    } else {
-        ErrorKind::QuorumNotReached
-    };
-    Verdict::Failed(
-        Error::new(
-            kind,
-            format!(
-                "extend reached {ok} of {n} nodes ({q} needed); the previous deadline stays in force"
-            ),
-        )
-        .with_validity_us(v)
-        .with_report(round.into_report()),
-    )
 }
 
 async fn release(shared: &Shared) -> Result<Report> {
@@ -475,7 +421,7 @@ async fn release_once(shared: &Shared) -> Result<Report> {
     if let Phase::Released(report) = &lock_state(shared).phase {
         return Ok(report.clone());
     }
-    let timeout = g.opts.effective_node_timeout(g.opts.ttl);
+    let timeout = g.opts.effective_node_timeout(g.opts.get_ttl());
     let report = release_keys(&g.inner, &g.keys, &g.value, timeout).await;
     let was_held = {
         let mut st = lock_state(shared);

@@ -1,6 +1,6 @@
-//! One round of requests: send to every node before awaiting any reply, decide as soon as
-//! the quorum is reached or has become impossible, bound every node by a deadline, and
-//! classify failed attempts (REDLOCK.md §3.2, §3.3).
+//! One round of requests: send to every node before awaiting any reply, stop as soon as the
+//! protocol says the round is decided, bound every node by a deadline (REDLOCK.md §3.2). The
+//! arithmetic and the verdicts are `quorumlock_proto::quorum`'s.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -11,42 +11,14 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 
+pub(crate) use quorumlock_proto::quorum::{Decide, Round, quorum, validity_us};
+
 use crate::clock::MonoTime;
-use crate::error::ErrorKind;
 use crate::node::{Node, NodeFailure};
-use crate::report::{NodeKind, NodeResult, Report};
+use crate::report::{NodeKind, NodeResult};
 
 /// How long requests still in flight when a round ends are kept alive in the background.
 const DRAIN_BOUND: Duration = Duration::from_secs(30);
-
-/// `N / 2 + 1` in integer arithmetic (REDLOCK.md §12 rule 2: never floats, never `N / 2`).
-pub(crate) const fn quorum(n: usize) -> usize {
-    n / 2 + 1
-}
-
-/// How a round may end early.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Decide {
-    /// Stop as soon as `q` nodes answered `Ok`, or that has become impossible.
-    AtQuorum,
-    /// Wait for every node (release: clean everywhere and report).
-    All,
-}
-
-/// The collected outcome of one round.
-pub(crate) struct Round {
-    pub(crate) results: Vec<NodeResult>,
-}
-
-impl Round {
-    pub(crate) fn count(&self, kind: NodeKind) -> usize {
-        self.results.iter().filter(|r| r.kind == kind).count()
-    }
-
-    pub(crate) fn into_report(self) -> Report {
-        Report::new(self.results)
-    }
-}
 
 /// Runs `op` on every node in parallel, each bounded by `deadline` from now.
 ///
@@ -64,16 +36,9 @@ where
     Fut: Future<Output = Result<NodeKind, NodeFailure>> + Send + 'static,
 {
     let n = nodes.len();
-    let q = quorum(n);
     let mut results: Vec<NodeResult> = nodes
         .iter()
-        .map(|node| NodeResult {
-            index: node.index,
-            address: node.address.clone(),
-            latency: None,
-            kind: NodeKind::Pending,
-            detail: None,
-        })
+        .map(|node| NodeResult::new(node.index, &node.address, NodeKind::Pending, None, None))
         .collect();
     let start = MonoTime::now();
     // One timer for the whole round: every node shares the same deadline.
@@ -118,7 +83,7 @@ where
         if slot.kind == NodeKind::Ok {
             ok += 1;
         }
-        decide == Decide::AtQuorum && (ok >= q || ok + (n - answered) < q)
+        Round::decided(decide, n, answered, ok)
     };
     let mut decided = false;
     for (i, outcome) in first {
@@ -166,90 +131,4 @@ where
         }));
     }
     Round { results }
-}
-
-/// Classifies a failed acquire or extend round that did not reach the quorum
-/// (REDLOCK.md §3.3): `Busy` when other owners alone made the quorum impossible, otherwise
-/// `QuorumNotReached`.
-pub(crate) fn classify_failure(round: &Round) -> ErrorKind {
-    let n = round.results.len();
-    if round.count(NodeKind::HeldByOther) > n - quorum(n) {
-        ErrorKind::Busy
-    } else {
-        ErrorKind::QuorumNotReached
-    }
-}
-
-/// `V = ttl - elapsed - drift` in signed microseconds (REDLOCK.md §1; never wraps).
-pub(crate) fn validity_us(ttl: Duration, elapsed: Duration, drift: Duration) -> i64 {
-    let as_i64 = |d: Duration| i64::try_from(d.as_micros()).unwrap_or(i64::MAX);
-    as_i64(ttl)
-        .saturating_sub(as_i64(elapsed))
-        .saturating_sub(as_i64(drift))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rule2_quorum_table() {
-        let table: Vec<usize> = (1..=7).map(quorum).collect();
-        assert_eq!(table, vec![1, 2, 2, 3, 3, 4, 4]);
-    }
-
-    #[test]
-    fn rule10_rule11_validity_formula() {
-        let ttl = Duration::from_millis(10_000);
-        let drift = Duration::from_millis(102);
-        assert_eq!(validity_us(ttl, Duration::from_millis(3), drift), 9_895_000);
-        assert_eq!(
-            validity_us(ttl, Duration::from_millis(9_899), drift),
-            -1_000
-        );
-        // Elapsed far beyond ttl: negative, no wrap, no panic.
-        assert!(validity_us(ttl, Duration::from_secs(u64::MAX / 4), drift) < 0);
-    }
-
-    fn round_of(kinds: &[NodeKind]) -> Round {
-        Round {
-            results: kinds
-                .iter()
-                .enumerate()
-                .map(|(i, k)| NodeResult {
-                    index: i,
-                    address: String::new(),
-                    latency: None,
-                    kind: *k,
-                    detail: None,
-                })
-                .collect(),
-        }
-    }
-
-    #[test]
-    fn classification() {
-        use NodeKind::*;
-        // N=5: busy needs >= 3 held by others.
-        assert_eq!(
-            classify_failure(&round_of(&[HeldByOther, HeldByOther, HeldByOther, Ok, Ok])),
-            ErrorKind::Busy
-        );
-        assert_eq!(
-            classify_failure(&round_of(&[HeldByOther, HeldByOther, Timeout, Ok, Ok])),
-            ErrorKind::QuorumNotReached
-        );
-        assert_eq!(
-            classify_failure(&round_of(&[
-                ConnectionRefused,
-                ConnectionRefused,
-                ConnectionRefused,
-                Ok,
-                Ok
-            ])),
-            ErrorKind::QuorumNotReached
-        );
-        // N=1: one holder is busy.
-        assert_eq!(classify_failure(&round_of(&[HeldByOther])), ErrorKind::Busy);
-    }
 }

@@ -31,7 +31,7 @@ async fn run(shared: Arc<Shared>, generation: u64) {
             return;
         };
         let opts = &shared.grant.opts;
-        let interval = opts.effective_extend_interval(opts.ttl);
+        let interval = opts.effective_extend_interval(opts.get_ttl());
         let next = if retry {
             let quick = (interval / 4).min(Duration::from_millis(100))
                 + Duration::from_micros(value::jitter(20_000));
@@ -49,7 +49,7 @@ async fn run(shared: Arc<Shared>, generation: u64) {
         if *current.borrow() != generation {
             return;
         }
-        match lock::extend(&shared, opts.ttl).await {
+        match lock::extend(&shared, opts.get_ttl()).await {
             Ok(()) => retry = false,
             Err(e) if e.is_lost() || e.is_invalid_argument() => return,
             Err(e) if e.is_extension_limit() => {

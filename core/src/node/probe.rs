@@ -1,16 +1,19 @@
 //! Reading a node's own description on every new connection: `INFO` fields and the
-//! persistence settings from `CONFIG GET`, and what they mean for lock traffic: the restart
-//! quarantine, the eviction check, replicas and cluster nodes (REDLOCK.md §8).
+//! persistence settings from `CONFIG GET`. What they mean for lock traffic (the restart
+//! quarantine, the eviction check, replicas and cluster nodes, REDLOCK.md §8) is the
+//! protocol's decision (`quorumlock_proto::probe`).
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use redis::{RedisResult, Value};
 
+use quorumlock_proto::probe;
+pub(crate) use quorumlock_proto::probe::parse_info;
+
 use crate::clock::MonoTime;
 use crate::config::{EvictionCheck, Quarantine};
-use crate::report::NodeKind;
-use crate::warning::{Warner, Warning, WarningKind};
+use crate::warning::{Warner, Warning};
 
 use super::NodeFailure;
 use super::target::Conn;
@@ -44,11 +47,11 @@ pub(crate) struct Probe {
 }
 
 /// Reads `INFO` and the persistence settings of the member's servers (the master, or every
-/// primary of a cluster) and decides how the member may be used: a cluster member counts
-/// only when each of its primaries would. Connection errors fail the probe (and so the
-/// connect); refusals by ACL do not. `node` is the member's index and address, for
-/// warnings. The settings are read even with every check off: they name the servers
-/// (duplicates) and tell whether they write durably.
+/// primary of a cluster); the protocol decides how the member may be used
+/// (`quorumlock_proto::probe`). Connection errors fail the probe (and so the connect);
+/// refusals by ACL do not. `node` is the member's index and address, for warnings. The
+/// settings are read even with every check off: they name the servers (duplicates) and
+/// tell whether they write durably.
 pub(crate) async fn probe(
     conn: &mut Conn,
     checks: &Checks,
@@ -69,154 +72,40 @@ pub(crate) async fn probe(
             }
         }
     }
-    let mut probe = Probe {
-        run_ids: Vec::new(),
-        uptime: Duration::MAX,
-        ready_at: now,
-        unusable: None,
-        uptime_unknown: false,
+    let settings = probe::Settings {
+        quarantine: checks.quarantine,
+        quarantine_period: checks.quarantine_period,
+        eviction: checks.eviction,
     };
+    let mut decision = probe::Decision::default();
+    let none = HashMap::new();
     for (server, info) in infos {
         let info = match info {
             Ok(v) => Some(parse_info(&reply_text(&v).unwrap_or_default())),
             Err(e) if e.is_io_error() || e.is_unrecoverable_error() => return Err(e),
             Err(e) => {
-                checks.warner.warn(Warning::new(
-                    WarningKind::InfoRefused,
-                    Some(node),
-                    format!("INFO is refused{} ({e}); the restart quarantine cannot see restarts of this node, and one server listed twice cannot be told apart; allow INFO (+info) for the lock user", on(&server)),
-                ));
+                tracing::debug!(error = %e, "INFO is refused");
                 None
             }
         };
-        let config = configs.remove(&server).unwrap_or_default();
-        let one = Facts {
-            info: info.as_ref(),
-            config: &config,
+        let facts = probe::Facts {
             server: &server,
+            info: info.as_ref(),
+            config: configs.get(&server).unwrap_or(&none),
             cluster,
         };
-        one.apply(&mut probe, checks, node, now);
+        decision.add(&facts, &settings);
     }
-    if probe.uptime == Duration::MAX {
-        probe.uptime = Duration::ZERO;
+    for (kind, text) in std::mem::take(&mut decision.warnings) {
+        checks.warner.warn(Warning::new(kind, Some(node), text));
     }
-    Ok(probe)
-}
-
-/// " on <server>" for a cluster's primary; nothing for a single master.
-fn on(server: &str) -> String {
-    if server.is_empty() {
-        String::new()
-    } else {
-        format!(" on primary {server}")
-    }
-}
-
-/// What one server (a master, or a cluster's primary) said about itself.
-struct Facts<'a> {
-    info: Option<&'a HashMap<String, String>>,
-    config: &'a HashMap<String, String>,
-    server: &'a str,
-    cluster: bool,
-}
-
-impl Facts<'_> {
-    /// Folds this server into the member's probe: the member waits for its slowest server's
-    /// quarantine and is unusable when any server is.
-    fn apply(&self, probe: &mut Probe, checks: &Checks, node: (usize, &str), now: MonoTime) {
-        let Some(info) = self.info else {
-            probe.uptime_unknown |= checks.quarantine != Quarantine::Off;
-            if checks.quarantine == Quarantine::Strict && probe.unusable.is_none() {
-                probe.unusable = Some((
-                    NodeKind::NoPermission,
-                    format!(
-                        "INFO is refused{} and quarantine is strict; the node is never counted",
-                        on(self.server)
-                    ),
-                ));
-            }
-            return;
-        };
-        probe.run_ids.extend(info.get("run_id").cloned());
-        let uptime = info
-            .get("uptime_in_seconds")
-            .and_then(|s| s.parse().ok())
-            .map_or(Duration::ZERO, Duration::from_secs);
-        probe.uptime = probe.uptime.min(uptime);
-        if probe.unusable.is_none() {
-            probe.unusable = misconfiguration(info, checks, node, self.cluster)
-                .map(|(kind, text)| (kind, format!("{text}{}", on(self.server))));
-        }
-        let durable = self.config.get("appendonly").is_some_and(|v| v == "yes")
-            && self
-                .config
-                .get("appendfsync")
-                .is_some_and(|v| v == "always")
-            && self
-                .config
-                .get("no-appendfsync-on-rewrite")
-                .is_some_and(|v| v == "no");
-        if checks.quarantine != Quarantine::Off && !durable {
-            // uptime is rounded down, so the wait is conservative.
-            let ready_at = now + checks.quarantine_period.saturating_sub(uptime);
-            probe.ready_at = probe.ready_at.max(ready_at);
-        }
-        if checks.quarantine == Quarantine::Off && !durable && probe.unusable.is_none() {
-            checks.warner.warn(Warning::new(
-                WarningKind::NotDurable,
-                Some(node),
-                format!(
-                    "counted without durable writes{} (up {} s) because the restart quarantine is off: if it restarts, the locks it held are gone and another client can take them while their holders still act; set `appendonly yes` and `appendfsync always`, or turn the quarantine on (quarantine=on)",
-                    on(self.server),
-                    uptime.as_secs()
-                ),
-            ));
-        }
-    }
-}
-
-fn misconfiguration(
-    info: &HashMap<String, String>,
-    checks: &Checks,
-    node: (usize, &str),
-    cluster: bool,
-) -> Option<NodeFailure> {
-    let eviction = checks.eviction;
-    if info.get("role").is_some_and(|r| r == "slave") {
-        return Some((
-            NodeKind::ReadOnly,
-            "the node is a replica (role:slave); lock nodes must be masters".to_owned(),
-        ));
-    }
-    if !cluster && info.get("cluster_enabled").is_some_and(|c| c == "1") {
-        return Some((
-            NodeKind::ClusterUnsupported,
-            "cluster mode is enabled: list the whole cluster as one member, redis+cluster://host:port,host:port,... (one node of a cluster cannot route keys by slot)"
-                .to_owned(),
-        ));
-    }
-    let limited = info.get("maxmemory").is_some_and(|m| m != "0");
-    let policy = info.get("maxmemory_policy").map_or("", String::as_str);
-    if limited && policy != "noeviction" && eviction != EvictionCheck::Off {
-        let text = format!("maxmemory-policy {policy} can evict lock keys; set noeviction");
-        if eviction == EvictionCheck::Refuse {
-            return Some((NodeKind::EvictionPolicy, text));
-        }
-        checks
-            .warner
-            .warn(Warning::new(WarningKind::EvictionPolicy, Some(node), text));
-    }
-    None
-}
-
-/// Parses `INFO` text (`key:value` lines, `#` section headers) into a map.
-pub(crate) fn parse_info(text: &str) -> HashMap<String, String> {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .collect()
+    Ok(Probe {
+        run_ids: decision.run_ids,
+        uptime: decision.uptime.unwrap_or_default(),
+        ready_at: now + decision.wait,
+        unusable: decision.unusable,
+        uptime_unknown: decision.uptime_unknown,
+    })
 }
 
 /// Parses a `CONFIG GET` reply (a flat array of name, value pairs under RESP2, a map under

@@ -1,4 +1,4 @@
-//! Lua scripts (sources in `lua/`), their SHA-1s computed once, and the `EVALSHA` call with
+//! The protocol's Lua scripts (`quorumlock_proto::scripts`), their SHA-1s computed once, and the `EVALSHA` call with
 //! the `EVAL` fallback on `NOSCRIPT` (REDLOCK.md §2.6).
 
 use std::sync::LazyLock;
@@ -43,24 +43,24 @@ impl Script {
 
 /// ACQUIRE-MULTI: all keys of a set or none.
 pub(crate) static ACQUIRE_MULTI: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/acquire_multi.lua")));
+    LazyLock::new(|| Script::new(quorumlock_proto::scripts::ACQUIRE_MULTI));
 /// FENCED-ACQUIRE: take the set and advance its fencing counters.
 pub(crate) static FENCED_ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/fenced_acquire.lua")));
+    LazyLock::new(|| Script::new(quorumlock_proto::scripts::FENCED_ACQUIRE));
 /// RAISE: owner-checked lift of lagging counters (fencing phase 2).
 pub(crate) static RAISE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/raise.lua")));
+    LazyLock::new(|| Script::new(quorumlock_proto::scripts::RAISE));
 /// The source of FENCE-CHECK, for protected resources kept in Redis.
-pub(crate) const FENCE_CHECK: &str = include_str!("lua/fence_check.lua");
+pub(crate) const FENCE_CHECK: &str = quorumlock_proto::scripts::FENCE_CHECK;
 /// RELEASE of a single key: compare-and-delete returning 1 / 0 / -1.
 pub(crate) static RELEASE_ONE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/release_one.lua")));
+    LazyLock::new(|| Script::new(quorumlock_proto::scripts::RELEASE_ONE));
 /// RELEASE of a set: compare-and-delete every key, returning `{deleted, held_by_other}`.
 pub(crate) static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/release.lua")));
+    LazyLock::new(|| Script::new(quorumlock_proto::scripts::RELEASE));
 /// EXTEND: compare-and-lengthen.
 pub(crate) static EXTEND: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/extend.lua")));
+    LazyLock::new(|| Script::new(quorumlock_proto::scripts::EXTEND));
 
 #[cfg(test)]
 mod tests {

@@ -82,7 +82,7 @@ impl ErrorKind {
 
     /// The connect-stage kind matching a node category, for failures that are not a quorum
     /// vote (connect, ping).
-    pub(crate) fn from_category(category: NodeCategory) -> Self {
+    pub fn from_category(category: NodeCategory) -> Self {
         match category {
             NodeCategory::Auth => Self::Auth,
             NodeCategory::Script => Self::Script,
@@ -150,7 +150,8 @@ pub struct Error {
 pub const MAX_ATTEMPT_REPORTS: usize = 64;
 
 impl Error {
-    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+    #[doc(hidden)]
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Self {
             kind,
             message: message.into(),
@@ -162,32 +163,38 @@ impl Error {
         }
     }
 
-    pub(crate) fn invalid(message: impl Into<String>) -> Self {
+    #[doc(hidden)]
+    pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidArgument, message)
     }
 
-    pub(crate) fn with_report(mut self, report: Report) -> Self {
+    #[doc(hidden)]
+    pub fn with_report(mut self, report: Report) -> Self {
         self.report = report;
         self
     }
 
     /// The per-node reports of the attempts, oldest first (the last one is `report`).
-    pub(crate) fn with_history(mut self, history: Vec<Report>) -> Self {
+    #[doc(hidden)]
+    pub fn with_history(mut self, history: Vec<Report>) -> Self {
         self.history = history.into_boxed_slice();
         self
     }
 
-    pub(crate) fn with_attempts(mut self, attempts: u32) -> Self {
+    #[doc(hidden)]
+    pub fn with_attempts(mut self, attempts: u32) -> Self {
         self.attempts = attempts;
         self
     }
 
-    pub(crate) fn with_validity_us(mut self, validity_us: i64) -> Self {
+    #[doc(hidden)]
+    pub fn with_validity_us(mut self, validity_us: i64) -> Self {
         self.validity_us = Some(validity_us);
         self
     }
 
-    pub(crate) fn lost(reason: LostReason, message: impl Into<String>, report: Report) -> Self {
+    #[doc(hidden)]
+    pub fn lost(reason: LostReason, message: impl Into<String>, report: Report) -> Self {
         let mut e = Self::new(ErrorKind::Lost, message).with_report(report);
         e.lost_reason = Some(reason);
         e

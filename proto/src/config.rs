@@ -1,4 +1,5 @@
-//! Configuration: client-wide settings, per-lock options and their defaults (REDLOCK.md §11).
+//! Configuration: client-wide settings, per-lock options, their defaults and their checks
+//! (REDLOCK.md §11).
 
 use std::time::Duration;
 
@@ -44,6 +45,23 @@ pub enum KeyFormat {
     Bare,
 }
 
+impl KeyFormat {
+    /// The Redis key of `resource` under `prefix` (REDLOCK.md §2.1).
+    pub fn key(self, prefix: &[u8], resource: &[u8]) -> Vec<u8> {
+        let mut k = Vec::with_capacity(prefix.len() + resource.len() + 2);
+        k.extend_from_slice(prefix);
+        match self {
+            KeyFormat::Braced => {
+                k.push(b'{');
+                k.extend_from_slice(resource);
+                k.push(b'}');
+            }
+            KeyFormat::Bare => k.extend_from_slice(resource),
+        }
+        k
+    }
+}
+
 /// Restart quarantine mode (REDLOCK.md §8.2).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -72,12 +90,12 @@ pub enum EvictionCheck {
     Off,
 }
 
-/// Options of one acquisition. Start from [`LockOptions::default`] (or the client's defaults,
-/// [`crate::Client::lock_options`]) and change what you need.
+/// Options of one acquisition. Start from [`LockOptions::default`] (or a client's defaults,
+/// `quorumlock::Client::lock_options`) and change what you need.
 ///
 /// ```
 /// use std::time::Duration;
-/// let opts = quorumlock::LockOptions::default()
+/// let opts = quorumlock_proto::config::LockOptions::default()
 ///     .ttl(Duration::from_secs(5))
 ///     .retry_count(0)
 ///     .auto_extend(true);
@@ -218,6 +236,10 @@ impl LockOptions {
         self.value.as_deref()
     }
 
+    /// The fencing counters' TTL, if one was set.
+    pub fn get_fence_counter_ttl(&self) -> Option<Duration> {
+        self.fence_counter_ttl
+    }
     /// Whether acquisitions are fenced.
     pub fn get_fenced(&self) -> bool {
         self.fenced
@@ -277,17 +299,20 @@ pub fn default_node_timeout(ttl: Duration) -> Duration {
 
 /// Client-wide timing settings shared by all locks of a client.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Timing {
-    pub(crate) drift_factor: f64,
-    pub(crate) drift_constant: Duration,
-    pub(crate) max_ttl: Duration,
+pub struct Timing {
+    /// Drift factor `d`.
+    pub drift_factor: f64,
+    /// Drift constant `c`.
+    pub drift_constant: Duration,
+    /// Upper bound for any TTL.
+    pub max_ttl: Duration,
     /// `Qp = max_ttl + quarantine_margin`.
-    pub(crate) quarantine_period: Duration,
+    pub quarantine_period: Duration,
 }
 
 impl Timing {
     /// `drift(ttl) = ttl * d + c`, rounded up to the next microsecond.
-    pub(crate) fn drift(&self, ttl: Duration) -> Duration {
+    pub fn drift(&self, ttl: Duration) -> Duration {
         let us = (ttl.as_micros() as f64 * self.drift_factor).ceil();
         // ttl <= max_ttl and d is checked to be finite and small, so this fits.
         Duration::from_micros(us as u64) + self.drift_constant
@@ -295,7 +320,10 @@ impl Timing {
 
     /// Validates `ttl` and the options against these settings; returns the TTL in whole
     /// milliseconds.
-    pub(crate) fn check(&self, opts: &LockOptions, ttl: Duration) -> Result<u64> {
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming the first bad setting.
+    pub fn check(&self, opts: &LockOptions, ttl: Duration) -> Result<u64> {
         if ttl.is_zero() || !ttl.subsec_nanos().is_multiple_of(1_000_000) {
             return Err(Error::invalid(format!(
                 "ttl must be a positive whole number of milliseconds (got {ttl:?})"
@@ -338,7 +366,10 @@ impl Timing {
 
 /// Checks and normalizes a set of resource names: non-empty, each 1..=1024 bytes; returns
 /// them sorted by byte order and deduplicated (REDLOCK.md §6).
-pub(crate) fn normalize_resources<I, R>(resources: I) -> Result<Vec<Vec<u8>>>
+///
+/// # Errors
+/// `InvalidArgument` for an empty set, an empty name or one above 1024 bytes.
+pub fn normalize_resources<I, R>(resources: I) -> Result<Vec<Vec<u8>>>
 where
     I: IntoIterator<Item = R>,
     R: AsRef<[u8]>,

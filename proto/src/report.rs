@@ -208,6 +208,26 @@ pub struct NodeResult {
     pub detail: Option<String>,
 }
 
+impl NodeResult {
+    /// The result of node `index` at `address`: `kind`, with the reply's latency and the
+    /// error text, if any.
+    pub fn new(
+        index: usize,
+        address: impl Into<String>,
+        kind: NodeKind,
+        latency: Option<Duration>,
+        detail: Option<String>,
+    ) -> Self {
+        Self {
+            index,
+            address: address.into(),
+            latency,
+            kind,
+            detail,
+        }
+    }
+}
+
 /// One [`NodeResult`] per configured node, in configuration order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Report {
@@ -215,7 +235,8 @@ pub struct Report {
 }
 
 impl Report {
-    pub(crate) fn new(nodes: Vec<NodeResult>) -> Self {
+    /// A report of one entry per node, in node order.
+    pub fn new(nodes: Vec<NodeResult>) -> Self {
         Self { nodes }
     }
 

@@ -1,0 +1,19 @@
+//! The Lua scripts every driver sends (REDLOCK.md §2.4–2.6, §7.3): their sources, and what
+//! their keys and arguments are. Drivers run them by SHA-1 with an `EVAL` fallback.
+
+/// ACQUIRE-MULTI: all keys of a set or none. KEYS: the lock keys; ARGV: value, ttl ms.
+pub const ACQUIRE_MULTI: &str = include_str!("lua/acquire_multi.lua");
+/// FENCED-ACQUIRE: take the set and advance its fencing counters. KEYS: the lock keys, then
+/// their counter keys; ARGV: value, ttl ms, counter ttl ms (0: none).
+pub const FENCED_ACQUIRE: &str = include_str!("lua/fenced_acquire.lua");
+/// RAISE: owner-checked lift of lagging counters (fencing phase 2). KEYS as FENCED-ACQUIRE;
+/// ARGV: value, one token per resource, counter ttl ms.
+pub const RAISE: &str = include_str!("lua/raise.lua");
+/// FENCE-CHECK, for protected resources kept in Redis: KEYS: fence key; ARGV: token.
+pub const FENCE_CHECK: &str = include_str!("lua/fence_check.lua");
+/// RELEASE of a single key: compare-and-delete returning 1 / 0 / -1. ARGV: value, notify.
+pub const RELEASE_ONE: &str = include_str!("lua/release_one.lua");
+/// RELEASE of a set: compare-and-delete every key, returning `{deleted, held_by_other}`.
+pub const RELEASE: &str = include_str!("lua/release.lua");
+/// EXTEND: compare-and-lengthen. KEYS: the lock keys; ARGV: value, ttl ms.
+pub const EXTEND: &str = include_str!("lua/extend.lua");
