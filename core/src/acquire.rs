@@ -284,6 +284,7 @@ async fn attempts(
                     valid_until: t1 + (ttl - drift),
                     attempts: attempt,
                     report: round.into_report(),
+                    history,
                     tokens,
                 }));
             }

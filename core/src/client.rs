@@ -171,7 +171,8 @@ impl ClientBuilder {
         self.drift_constant = c;
         self
     }
-    /// Upper bound for any TTL (default 60 s). All clients of the same nodes must agree.
+    /// Upper bound for any TTL (default 60 s, at most [`crate::MAX_TTL_LIMIT`]). All clients
+    /// of the same nodes must agree.
     pub fn max_ttl(mut self, d: Duration) -> Self {
         self.max_ttl = d;
         self
@@ -259,8 +260,11 @@ impl ClientBuilder {
         if !(self.drift_factor.is_finite() && (0.0..0.5).contains(&self.drift_factor)) {
             return Err(Error::invalid("drift_factor must be a number in 0.0..0.5"));
         }
-        if self.max_ttl.is_zero() || self.max_ttl > Duration::from_secs(30 * 24 * 3600) {
-            return Err(Error::invalid("max_ttl must be between 1 ms and 30 days"));
+        if self.max_ttl.is_zero() || self.max_ttl > config::MAX_TTL_LIMIT {
+            return Err(Error::invalid(format!(
+                "max_ttl must be between 1 ms and {} ms (2^53 - 1)",
+                config::MAX_TTL_LIMIT.as_millis()
+            )));
         }
         if self.reprobe_every.is_zero() {
             return Err(Error::invalid("reprobe_every must be positive"));
@@ -599,7 +603,7 @@ impl Client {
         let elapsed = crate::clock::MonoTime::now() - t1;
         use quorumlock_proto::extend::{Verdict, verdict};
         match verdict(&self.inner.timing, opts, round, ttl, elapsed) {
-            Verdict::Extended(validity) => Ok(validity),
+            Verdict::Extended(validity, _) => Ok(validity),
             Verdict::Lost(e) | Verdict::Failed(e) => Err(e),
         }
     }

@@ -49,7 +49,7 @@ pub use config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_CONSTANT, DEFAULT_DRIFT_FACTOR, DEFAULT_KEY_PREFIX,
     DEFAULT_MAX_TTL, DEFAULT_QUARANTINE_MARGIN, DEFAULT_REPROBE_EVERY, DEFAULT_RETRY_COUNT,
     DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER, DEFAULT_TTL, EvictionCheck, KeyFormat, LockOptions,
-    MAX_RESOURCE_LEN, Quarantine, default_node_timeout,
+    MAX_RESOURCE_LEN, MAX_TTL_LIMIT, Quarantine, default_node_timeout,
 };
 pub use error::{Error, ErrorKind, LostReason, MAX_ATTEMPT_REPORTS, Result};
 pub use lock::{Lock, LostSignal};

@@ -29,6 +29,8 @@ pub(crate) struct Grant {
     pub(crate) valid_until: MonoTime,
     pub(crate) attempts: u32,
     pub(crate) report: Report,
+    /// The failed attempts' reports before the successful one (at most the error cap).
+    pub(crate) history: Vec<Report>,
     /// Fencing tokens, one per resource in sorted order, for fenced acquisitions.
     pub(crate) tokens: Option<Vec<u64>>,
 }
@@ -49,6 +51,8 @@ struct State {
     auto: bool,
     /// An extension cap was reached: when the deadline passes, the loss is `ExtensionLimit`.
     capped: bool,
+    /// The per-node report of the last successful extend.
+    extended: Option<Report>,
 }
 
 pub(crate) struct Shared {
@@ -103,6 +107,7 @@ impl Lock {
             renewed_at: grant.t1,
             extensions: 0,
             capped: false,
+            extended: None,
             auto: false,
         };
         let auto = grant.opts.get_auto_extend();
@@ -152,6 +157,17 @@ impl Lock {
     /// The per-node report of the successful attempt.
     pub fn report(&self) -> &Report {
         &self.shared.grant.report
+    }
+    /// The per-node report of every attempt of the acquisition, oldest first: the failed
+    /// ones (the most recent [`crate::MAX_ATTEMPT_REPORTS`]), then [`report`](Self::report).
+    pub fn attempt_reports(&self) -> Vec<Report> {
+        let g = &self.shared.grant;
+        g.history.iter().chain([&g.report]).cloned().collect()
+    }
+    /// The per-node report of the last successful [`extend`](Self::extend) (by the caller or
+    /// the auto-extension), if any. A failed extend's report is in its error.
+    pub fn extend_report(&self) -> Option<Report> {
+        lock_state(&self.shared).extended.clone()
     }
     /// When the acquisition was decided (T2), on [`MonoTime`].
     pub fn acquired_at(&self) -> MonoTime {
@@ -376,13 +392,14 @@ async fn extend_once(shared: &Shared, ttl: Duration) -> Result<()> {
         return Err(expired(shared, round.into_report()));
     }
     match verdict(&g.inner.timing, &g.opts, round, ttl, t2 - t1) {
-        Verdict::Extended(_) => {
+        Verdict::Extended(_, report) => {
             let drift = g.inner.timing.drift(ttl);
             let mut st = lock_state(shared);
             if matches!(st.phase, Phase::Held) {
                 st.valid_until = st.valid_until.max(t1 + (ttl - drift));
                 st.renewed_at = t1;
                 st.extensions += 1;
+                st.extended = Some(report);
             }
             Ok(())
         }

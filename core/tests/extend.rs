@@ -287,3 +287,60 @@ async fn extend_and_release_by_a_given_value() {
         .await;
     assert_eq!(bad.unwrap_err().kind(), ErrorKind::InvalidArgument);
 }
+
+#[tokio::test]
+async fn reports_of_every_attempt_and_of_the_last_extend() {
+    let c = cluster(3);
+    let client = client(&c).await;
+    let key = client.key("reports");
+    set_foreign(&c, 0, &key, 300);
+    set_foreign(&c, 1, &key, 300);
+    let patient = opts(5_000)
+        .retry_count(50)
+        .retry_delay(Duration::from_millis(50))
+        .retry_jitter(Duration::from_millis(10));
+    let lock = client.acquire_with(["reports"], &patient).await.unwrap();
+    let reports = lock.attempt_reports();
+    assert_eq!(reports.len(), lock.attempts() as usize);
+    assert!(reports.len() >= 2, "the first attempt met the foreign keys");
+    assert!(
+        reports[0].count(NodeKind::HeldByOther) >= 1,
+        "{}",
+        reports[0]
+    );
+    assert_eq!(reports.last(), Some(lock.report()));
+    assert!(lock.extend_report().is_none());
+    lock.extend(Duration::from_secs(8)).await.unwrap();
+    let r = lock.extend_report().unwrap();
+    assert!(r.count(NodeKind::Ok) >= 2, "{r}");
+    lock.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn ttls_up_to_the_max_ttl_limit() {
+    let c = cluster(3);
+    let huge = Duration::from_millis((1 << 53) / 10);
+    let client = quorumlock::Client::builder()
+        .nodes(c.urls())
+        .max_ttl(quorumlock::MAX_TTL_LIMIT)
+        .lock_options(opts(10_000))
+        .connect()
+        .await
+        .unwrap();
+    let lock = client
+        .acquire_with(["long"], &opts(0).ttl(huge))
+        .await
+        .unwrap();
+    let pttl = c.command(0, &[b"PTTL", &client.key("long")]).unwrap();
+    assert!(pttl.as_int().unwrap() > 9_000_000_000_000, "{pttl:?}");
+    lock.extend(huge * 3).await.unwrap();
+    // Deadlines are nanoseconds on a u64: they saturate at about 584 years.
+    assert!(lock.remaining() > Duration::from_secs(100 * 365 * 86_400));
+    lock.release().await.unwrap();
+    let too_long = quorumlock::Client::builder()
+        .nodes(c.urls())
+        .max_ttl(quorumlock::MAX_TTL_LIMIT + Duration::from_millis(1))
+        .connect()
+        .await;
+    assert!(too_long.unwrap_err().is_invalid_argument());
+}

@@ -9,6 +9,10 @@ use crate::error::{Error, Result};
 pub const DEFAULT_TTL: Duration = Duration::from_secs(10);
 /// Default upper bound for any TTL.
 pub const DEFAULT_MAX_TTL: Duration = Duration::from_secs(60);
+/// The largest `max_ttl` a client accepts: 2^53 - 1 ms (about 285 000 years), the largest
+/// whole number every binding's numbers carry exactly (JavaScript's `MAX_SAFE_INTEGER`). The
+/// compatibility layers use it: their peers cap no TTL.
+pub const MAX_TTL_LIMIT: Duration = Duration::from_millis((1 << 53) - 1);
 /// Default drift factor `d`.
 pub const DEFAULT_DRIFT_FACTOR: f64 = 0.01;
 /// Default drift constant `c`.

@@ -5,12 +5,12 @@ use std::time::Duration;
 use crate::config::{LockOptions, Timing};
 use crate::error::{Error, ErrorKind, LostReason};
 use crate::quorum::{self, Round};
-use crate::report::NodeKind;
+use crate::report::{NodeKind, Report};
 
 /// What an extend round means.
 pub enum Verdict {
-    /// A quorum extended, with this much validity left.
-    Extended(Duration),
+    /// A quorum extended, with this much validity left; the round's report.
+    Extended(Duration, Report),
     /// The keys are gone or taken on too many nodes for a quorum ever to extend again.
     Lost(Error),
     /// Not this time (node errors, or too little validity); nothing changed.
@@ -33,7 +33,8 @@ pub fn verdict(
     let held = round.count(NodeKind::HeldByOther);
     let gone = round.count(NodeKind::NotHeld) + held;
     if ok >= q && v > 0 && v >= min_v {
-        return Verdict::Extended(Duration::from_micros(v.unsigned_abs()));
+        let left = Duration::from_micros(v.unsigned_abs());
+        return Verdict::Extended(left, round.into_report());
     }
     if gone > n - q {
         let (reason, text) = if held > 0 {
@@ -93,7 +94,9 @@ mod tests {
         let (t, o, ttl) = (timing(), LockOptions::default(), Duration::from_secs(10));
         let ms = Duration::from_millis;
         let judge = |kinds: &[NodeKind], elapsed| verdict(&t, &o, round(kinds), ttl, elapsed);
-        assert!(matches!(judge(&[Ok, Ok, Timeout], ms(3)), Verdict::Extended(v) if v > ms(9_800)));
+        assert!(
+            matches!(judge(&[Ok, Ok, Timeout], ms(3)), Verdict::Extended(v, _) if v > ms(9_800))
+        );
         let Verdict::Lost(e) = judge(&[Ok, NotHeld, NotHeld], ms(3)) else {
             panic!()
         };
