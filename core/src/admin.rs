@@ -200,7 +200,7 @@ fn warnings(n: &NodeInfo, cluster: bool) -> Vec<String> {
 
 impl Client {
     /// Pings every node and reads its settings (latency, version, uptime, role, eviction
-    /// policy, persistence), with plain-words warnings. Bounded by the connect timeout.
+    /// policy, persistence), with plain-words warnings. Bounded by 2 s per node.
     ///
     /// # Errors
     /// When fewer than a quorum of nodes answer: `Connection`, `Auth`, `Timeout`, ... (the

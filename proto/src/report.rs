@@ -49,7 +49,9 @@ pub enum NodeKind {
     Loading = 17,
     /// `BUSY`: another script is running on the node.
     ServerBusy = 18,
-    /// `MOVED`, `ASK`, `CROSSSLOT`: a Redis Cluster node, which is not supported as a lock node.
+    /// `MOVED`, `ASK`, `CROSSSLOT` or `cluster_enabled:1` on a plain member: one node of a
+    /// Redis Cluster, which must be given as a whole (`redis+cluster://`); on a cluster member,
+    /// a fenced lock whose counter would live in another hash slot.
     ClusterUnsupported = 19,
     /// `WRONGTYPE`: a foreign key uses our name.
     WrongType = 20,

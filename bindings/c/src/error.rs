@@ -130,7 +130,8 @@ pub enum NodeKindCode {
     QL_NODE_LOADING = 17,
     /// Another script is running on the node.
     QL_NODE_SERVER_BUSY = 18,
-    /// A Redis Cluster node.
+    /// One node of a Redis Cluster given as a plain member (list the cluster as one
+    /// `redis+cluster://` member), or a fenced lock across hash slots on a cluster member.
     QL_NODE_CLUSTER_UNSUPPORTED = 19,
     /// A foreign key uses our name.
     QL_NODE_WRONG_TYPE = 20,
