@@ -1,0 +1,1 @@
+from .algorithm import *  # noqa: F403 (temporary)
