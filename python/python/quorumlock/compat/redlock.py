@@ -28,7 +28,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     ) from e
 
 from .. import _quorumlock
-from .._errors import LockBusy, QuorumNotReached, ValidityTooShort
+from .._errors import InvalidArgument, LockBusy, QuorumNotReached, ValidityTooShort
 from ._conn import node_url
 from ._native import client, node_errors
 
@@ -112,8 +112,9 @@ class Redlock:
         """Acquires ``resource`` for ``ttl`` milliseconds; ``False`` if not acquired.
 
         Makes ``retry_count`` attempts ``retry_delay`` seconds apart (no jitter). Raises
-        ``ValueError`` for a ttl that is not an ``int``, and ``MultipleRedlockException`` when
-        the quorum was reached but some nodes failed (the lock is released first).
+        ``ValueError`` for a ttl that is not an ``int``, not positive or over ``max_ttl``,
+        and ``MultipleRedlockException`` when the quorum was reached but some nodes failed
+        (the lock is released first).
         """
         if not isinstance(ttl, int):
             raise ValueError(f"ttl {ttl} is not an integer")
@@ -128,6 +129,12 @@ class Redlock:
             )
         except (LockBusy, QuorumNotReached, ValidityTooShort):
             return False
+        except InvalidArgument as e:
+            # The engine refuses up front a ttl shorter than its drift allowance (redlock-py
+            # tries, finds no validity left, and returns False).
+            if "leaves no validity" in str(e):
+                return False
+            raise
         failed = node_errors(native.nodes)
         if failed:
             native.release()

@@ -1,99 +1,46 @@
-"""aioredlock's API over quorumlock: change ``from aioredlock import Aioredlock, LockError``
-to ``from quorumlock.compat.aioredlock import Aioredlock, LockError``.
-
-``lock(resource, lock_timeout=None)`` acquires (with auto-extension when ``lock_timeout`` is
-``None``, as aioredlock's watchdog does), ``extend``, ``unlock``, ``is_locked`` and
-``destroy`` behave as in aioredlock. Sentinel connections are not supported. Keys are the
-bare resource name, as in aioredlock, so both can lock the same resources during a
-migration.
-"""
+"""aioredlock's lock manager (``aioredlock.algorithm.Aioredlock``) over quorumlock."""
 
 from __future__ import annotations
 
 import asyncio
-from types import TracebackType
+import logging
 from typing import Any
 
-from .. import _quorumlock
-from .._errors import QuorumlockError
-from ._conn import node_urls
+from ... import _quorumlock
+from ..._errors import LockBusy, LockLost, QuorumlockError, QuorumNotReached
+from .._conn import node_urls
+from .._native import client, node_errors
+from .errors import LockAcquiringError, LockError, LockRuntimeError
+from .lock import Lock
 
-__all__ = [
-    "Aioredlock",
-    "AioredlockError",
-    "Lock",
-    "LockAcquiringError",
-    "LockError",
-    "LockRuntimeError",
-]
+__all__ = ["Aioredlock"]
 
-_VOTES = {"Ok", "HeldByOther", "NotHeld", "Released", "Partial", "Pending"}
+_log = logging.getLogger("quorumlock.compat.aioredlock")
+_RELEASED = {"Released", "NotHeld"}
 
 
-class AioredlockError(Exception):
-    """Base exception of aioredlock."""
+def _lock_error(e: QuorumlockError, message: str) -> LockError:
+    """aioredlock's class for an engine error: another owner is ``LockAcquiringError``,
+    node failures are ``LockRuntimeError``, anything else (too little validity) ``LockError``."""
+    if isinstance(e, (LockBusy, LockLost)):
+        return LockAcquiringError(f"{message}: {e}")
+    if isinstance(e, QuorumNotReached):
+        return LockRuntimeError(f"{message}: {e}")
+    return LockError(f"{message}: {e}")
 
 
-class LockError(AioredlockError):
-    """Error in acquiring or releasing the lock."""
-
-
-class LockAcquiringError(LockError):
-    """The lock could not be acquired."""
-
-
-class LockRuntimeError(LockError):
-    """The lock could not be extended or released on a majority of nodes."""
-
-
-class Lock:
-    """An aioredlock lock: ``resource``, ``id`` (the lock value), ``lock_timeout``, ``valid``;
-    an async context manager that unlocks on exit."""
-
-    def __init__(
-        self,
-        lock_manager: Aioredlock,
-        resource: str,
-        id: str,
-        lock_timeout: float | None = None,
-        valid: bool = False,
-    ) -> None:
-        self.lock_manager = lock_manager
-        self.resource = resource
-        self.id = id
-        self.lock_timeout = lock_timeout
-        self.valid = valid
-        self._native: _quorumlock.Lock | None = None
-
-    async def extend(self) -> None:
-        await self.lock_manager.extend(self)
-
-    async def release(self) -> None:
-        await self.lock_manager.unlock(self)
-
-    async def is_locked(self) -> bool:
-        return await self.lock_manager.is_locked(self)
-
-    async def __aenter__(self) -> Lock:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.release()
-
-
-def _positive(name: str, value: float) -> float:
+def _positive(message: str, value: float) -> float:
     if value <= 0:
-        raise ValueError(f"{name} must be greater than 0.")
+        raise ValueError(message)
     return value
 
 
 class Aioredlock:
-    """An aioredlock lock manager over quorumlock."""
+    """aioredlock's lock manager. ``redis_connections`` entries are dicts, ``(host, port)``
+    tuples, ``redis://`` URLs, unix socket paths, or ``redis.asyncio`` / aioredis ``Redis``
+    objects (read for their address; quorumlock opens its own connections and never closes
+    yours). ``options`` are ``quorumlock.Client`` settings; the defaults are aioredlock's:
+    no restart quarantine, TTLs up to 30 days."""
 
     def __init__(
         self,
@@ -102,56 +49,75 @@ class Aioredlock:
         retry_delay_min: float = 0.1,
         retry_delay_max: float = 0.3,
         internal_lock_timeout: float = 10.0,
+        **options: Any,
     ) -> None:
         if redis_connections is None:
             redis_connections = [{"host": "localhost", "port": 6379}]
+        self.redis_connections = redis_connections
         self.retry_count = int(retry_count)
         if self.retry_count < 1:
             raise ValueError("Retry count must be greater or equal 1.")
-        self.retry_delay_min = _positive("Retry delay", float(retry_delay_min))
-        self.retry_delay_max = _positive("Retry delay", float(retry_delay_max))
-        self.internal_lock_timeout = _positive(
-            "Internal lock_timeout", float(internal_lock_timeout)
-        )
+        message = "Retry delay must be greater than 0 seconds."
+        self.retry_delay_min = _positive(message, float(retry_delay_min))
+        self.retry_delay_max = _positive(message, float(retry_delay_max))
+        message = "Internal lock_timeout must be greater than 0 seconds."
+        self.internal_lock_timeout = _positive(message, float(internal_lock_timeout))
         self._urls = node_urls(redis_connections)
+        self._options = options
         self._client: _quorumlock.Client | None = None
         self._locks: dict[str, Lock] = {}
 
     async def _native(self) -> _quorumlock.Client:
         if self._client is None:
-            # aioredlock locks the bare resource name: share its keys during a migration.
-            self._client = await asyncio.to_thread(
-                _quorumlock.Client, self._urls, key_prefix="", key_format="bare"
-            )
+            self._client = await asyncio.to_thread(client, self._urls, self._options)
         return self._client
 
-    async def lock(self, resource: str, lock_timeout: float | None = None) -> Lock:
-        """Acquires ``resource``; raises ``LockAcquiringError`` (a ``LockError``) if not."""
+    async def lock(
+        self, resource: str, lock_timeout: float | None = None, lock_identifier: str | None = None
+    ) -> Lock:
+        """Acquires ``resource`` for ``lock_timeout`` seconds, or with auto-extension (every
+        few seconds, to ``internal_lock_timeout``) when it is ``None``; makes ``retry_count``
+        attempts, ``uniform(retry_delay_min, retry_delay_max)`` seconds apart. Raises
+        ``LockAcquiringError`` (held by another owner), ``LockRuntimeError`` (node failures)
+        or ``LockError``."""
+        if lock_identifier is not None:
+            raise NotImplementedError(
+                "lock_identifier: quorumlock draws every lock value from the OS CSPRNG and "
+                "cannot take a caller's value yet; use the returned lock's id"
+            )
         if lock_timeout is not None and lock_timeout <= 0:
             raise ValueError("Lock timeout must be greater than 0 seconds.")
-        client = await self._native()
+        native_client = await self._native()
         try:
-            native = await client.acquire_async(
+            native = await native_client.acquire_async(
                 resource,
                 ttl=float(lock_timeout or self.internal_lock_timeout),
                 retry_count=self.retry_count - 1,
                 retry_delay=self.retry_delay_min,
                 retry_jitter=max(self.retry_delay_max - self.retry_delay_min, 0.0),
+                min_validity=0.0,
                 auto_extend=lock_timeout is None,
             )
         except QuorumlockError as e:
-            raise LockAcquiringError(str(e)) from e
+            raise _lock_error(e, f'Can not acquire the lock "{resource}"') from e
         lock = Lock(self, resource, native.value, lock_timeout, valid=True)
         lock._native = native
         self._locks[resource] = lock
         return lock
 
     async def extend(self, lock: Lock, lock_timeout: float | None = None) -> None:
-        """Resets the lock's lifetime; raises ``LockError`` (and unlocks) on failure."""
-        if not lock.valid or lock._native is None:
+        """Resets the lock's lifetime to ``lock_timeout`` (else its own, else
+        ``internal_lock_timeout``); on failure unlocks it and raises a ``LockError``. An
+        expired lock is never re-created (aioredlock re-creates it)."""
+        if not lock.valid:
             raise RuntimeError("Lock is not valid")
         if lock_timeout is not None and lock_timeout <= 0:
             raise ValueError("Lock timeout must be greater than 0 seconds.")
+        if lock._native is None:
+            raise NotImplementedError(
+                "only locks acquired by this process can be extended (get_lock() locks can "
+                "be checked and unlocked)"
+            )
         ttl = float(lock_timeout or lock.lock_timeout or self.internal_lock_timeout)
         try:
             await lock._native.extend_async(ttl)
@@ -160,24 +126,28 @@ class Aioredlock:
                 await self.unlock(lock)
             except LockError:
                 pass
-            raise LockRuntimeError(str(e)) from e
+            raise _lock_error(e, f'Can not extend the lock "{lock.resource}"') from e
 
     async def unlock(self, lock: Lock) -> None:
-        """Releases the lock; raises ``LockError`` when a majority of nodes failed."""
+        """Releases the lock (``valid`` becomes ``False``); raises a ``LockError`` unless a
+        majority of nodes released it or did not hold it."""
         lock.valid = False
-        if self._locks.get(lock.resource) is lock:
-            del self._locks[lock.resource]
+        native_client = await self._native()
         if lock._native is None:
-            client = await self._native()
-            nodes = await asyncio.to_thread(client.release_value, lock.resource, lock.id)
+            nodes = await asyncio.to_thread(native_client.release_value, lock.resource, lock.id)
         else:
             nodes = await lock._native.release_async()
-        failed = sum(1 for n in nodes if n.kind not in _VOTES)
-        if failed > len(nodes) - (len(nodes) // 2 + 1):
-            raise LockRuntimeError(f"Can not release the lock {lock.resource!r}")
+        if sum(n.kind in _RELEASED for n in nodes) < native_client.quorum:
+            message = f'Can not release the lock "{lock.resource}": ' + ", ".join(
+                f"{n.address} {n.kind}" for n in nodes
+            )
+            if node_errors(nodes):
+                raise LockRuntimeError(message)
+            raise LockAcquiringError(message)
+        self._locks.pop(lock.resource, None)
 
     async def is_locked(self, resource_or_lock: str | Lock) -> bool:
-        """True if a quorum of nodes holds ``resource`` for any owner."""
+        """True if a majority of nodes hold ``resource`` for one owner, whoever it is."""
         if isinstance(resource_or_lock, Lock):
             resource = resource_or_lock.resource
         elif isinstance(resource_or_lock, str):
@@ -187,20 +157,30 @@ class Aioredlock:
                 "Argument should be ether aioredlock.Lock instance or string, "
                 f"{type(resource_or_lock)} is given."
             )
-        client = await self._native()
-        return await client.holder_async(resource) is not None
+        native_client = await self._native()
+        return await native_client.holder_async(resource) is not None
+
+    async def get_lock(self, resource: str, lock_identifier: str) -> Lock:
+        """A ``Lock`` for ``resource`` held with value ``lock_identifier`` on a majority of
+        nodes (e.g. by another process); ``LockAcquiringError`` if it is not. Its
+        ``lock_timeout`` is ``None``: the engine does not report the TTL left."""
+        native_client = await self._native()
+        if await native_client.holder_async(resource) != lock_identifier:
+            raise LockAcquiringError(f'Can not get the lock "{resource}"')
+        return Lock(self, resource, lock_identifier, None, valid=True)
 
     async def get_active_locks(self) -> list[Lock]:
         """The locks of this manager that are valid and still held."""
         return [lk for lk in list(self._locks.values()) if lk.valid and await lk.is_locked()]
 
     async def destroy(self) -> None:
-        """Unlocks every lock of this manager and drops the connections."""
-        for lock in list(self._locks.values()):
+        """Unlocks every lock of this manager and closes quorumlock's connections (never the
+        ``Redis`` objects passed in)."""
+        for resource, lock in list(self._locks.items()):
             if lock.valid:
                 try:
                     await self.unlock(lock)
-                except LockError:
-                    pass
+                except Exception:
+                    _log.exception('Can not unlock "%s"', resource)
         self._locks.clear()
         self._client = None
