@@ -167,7 +167,8 @@ pub const QL_NO_LATENCY: u64 = u64::MAX;
 pub struct Error {
     code: QlResult,
     message: String,
-    source: Option<quorumlock::Error>,
+    /// Boxed: it keeps `Result<_, Error>` small on every FFI call.
+    source: Option<Box<quorumlock::Error>>,
 }
 
 impl Error {
@@ -200,7 +201,7 @@ impl Error {
     pub(crate) fn lost_reason(&self) -> u32 {
         let reason = self
             .source
-            .as_ref()
+            .as_deref()
             .and_then(quorumlock::Error::lost_reason);
         match reason {
             Some(LostReason::Expired) => LostReasonCode::QL_LOST_EXPIRED as u32,
@@ -223,7 +224,7 @@ impl From<quorumlock::Error> for Error {
         Self {
             code: QlResult::of(e.kind()),
             message: e.to_string(),
-            source: Some(e),
+            source: Some(Box::new(e)),
         }
     }
 }
@@ -297,7 +298,7 @@ pub unsafe extern "C" fn quorumlock_error_attempts(err: *const Error) -> u32 {
     ffi_panic_boundary!({
         ffi::handle(err, "err")
             .ok()
-            .and_then(|e| e.source.as_ref())
+            .and_then(|e| e.source.as_deref())
             .map_or(0, quorumlock::Error::attempts)
     })
 }
@@ -328,7 +329,7 @@ pub unsafe extern "C" fn quorumlock_error_node_count(err: *const Error) -> usize
     ffi_panic_boundary!({
         ffi::handle(err, "err")
             .ok()
-            .and_then(|e| e.source.as_ref())
+            .and_then(|e| e.source.as_deref())
             .map_or(0, |e| e.report().nodes().len())
     })
 }
