@@ -1,7 +1,8 @@
 """Node descriptions to node URLs: URL strings, unix socket paths, keyword dicts,
 ``(host, port)`` tuples, redis-py / ``redis.asyncio`` / aioredis 2 clients (read through
-``connection_pool.connection_kwargs``) and aioredis 1 ``Redis`` objects (``address``, ``db``),
-all by duck typing, so none of those libraries is a dependency."""
+``connection_pool.connection_kwargs``), redis-py ``RedisCluster`` objects, sync or asyncio
+(``nodes_manager``: one ``redis+cluster://`` member) and aioredis 1 ``Redis`` objects
+(``address``, ``db``), all by duck typing, so none of those libraries is a dependency."""
 
 from __future__ import annotations
 
@@ -32,25 +33,51 @@ _TUNING = {
 }
 
 
-def _url(kw: Mapping[str, Any]) -> str:
-    db = int(kw.get("db", 0) or 0)
+def _auth(kw: Mapping[str, Any]) -> str:
     user = kw.get("username")
     password = kw.get("password")
-    auth = ""
-    if user or password:
-        auth = quote(str(user or ""), safe="")
-        if password:
-            auth += ":" + quote(str(password), safe="")
-        auth += "@"
+    if not (user or password):
+        return ""
+    auth = quote(str(user or ""), safe="")
+    if password:
+        auth += ":" + quote(str(password), safe="")
+    return auth + "@"
+
+
+def _host_port(host: object, port: Any) -> str:
+    h = str(host or "localhost")
+    if ":" in h and not h.startswith("["):
+        h = f"[{h}]"
+    return f"{h}:{int(port or 6379)}"
+
+
+def _url(kw: Mapping[str, Any]) -> str:
+    db = int(kw.get("db", 0) or 0)
+    auth = _auth(kw)
     path = kw.get("unix_socket_path") or kw.get("path")
     if path:
         return f"unix://{auth}{path}?db={db}"
-    host = str(kw.get("host") or "localhost")
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    port = int(kw.get("port") or 6379)
     scheme = "rediss" if kw.get("ssl") else "redis"
-    return f"{scheme}://{auth}{host}:{port}/{db}"
+    return f"{scheme}://{auth}{_host_port(kw.get('host'), kw.get('port'))}/{db}"
+
+
+def _is_ssl(kwargs: Mapping[str, Any]) -> bool:
+    conn_class = kwargs.get("connection_class")
+    return bool(kwargs.get("ssl")) or "SSL" in getattr(conn_class, "__name__", "")
+
+
+def _from_cluster(node: object) -> str | None:
+    """A redis-py ``RedisCluster`` (sync or asyncio) as one ``redis+cluster://`` member:
+    its startup nodes (every known node once the client has connected), credentials and
+    TLS; ``None`` for anything else."""
+    manager = getattr(node, "nodes_manager", None)
+    startup = getattr(manager, "startup_nodes", None)
+    kwargs = getattr(manager, "connection_kwargs", None)
+    if not isinstance(startup, Mapping) or not isinstance(kwargs, Mapping):
+        return None
+    seeds = ",".join(_host_port(n.host, n.port) for n in startup.values())
+    scheme = "rediss+cluster" if _is_ssl(kwargs) else "redis+cluster"
+    return f"{scheme}://{_auth(kwargs)}{seeds}"
 
 
 def _from_dict(d: Mapping[str, Any]) -> str:
@@ -77,8 +104,7 @@ def _from_client(node: object) -> str | None:
         if "Sentinel" in type(pool).__name__:
             raise TypeError("Sentinel-managed clients are not supported: list the masters")
         conn_class = getattr(pool, "connection_class", None)
-        ssl = "SSL" in getattr(conn_class, "__name__", "")
-        return _url({**kwargs, "ssl": ssl or kwargs.get("ssl")})
+        return _url({**kwargs, "ssl": _is_ssl({**kwargs, "connection_class": conn_class})})
     # aioredis 1.x: Redis.connection is a ConnectionsPool or RedisConnection.
     conn = getattr(node, "connection", None)
     address = getattr(conn, "address", None)
@@ -102,11 +128,11 @@ def node_url(node: object) -> str:
     if isinstance(node, (tuple, list)) and len(node) == 2:
         host, port = node
         return _url({"host": host, "port": port})
-    url = _from_client(node)
+    url = _from_cluster(node) or _from_client(node)
     if url is None:
         raise TypeError(
-            "a node must be a URL string, a keyword dict, a (host, port) tuple or a redis "
-            f"client, not {type(node).__name__}"
+            "a node must be a URL string, a keyword dict, a (host, port) tuple, a redis "
+            f"client or a RedisCluster, not {type(node).__name__}"
         )
     return url
 
