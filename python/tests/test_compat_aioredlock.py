@@ -4,7 +4,7 @@ started) servers as aioredlock users run them."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import uuid
 
 import pytest
 import redis.asyncio
@@ -20,18 +20,9 @@ from quorumlock.compat.aioredlock import (
 from quorumlock.compat.aioredlock.errors import AioredlockError
 from quorumlock.compat.aioredlock.sentinel import SentinelConfigError
 
-from conftest import Cluster, resp, start_cluster, stop_cluster
+from conftest import Cluster, resp
 
 DOWN = ["redis://127.0.0.1:1", "redis://127.0.0.1:2", "redis://127.0.0.1:3"]
-
-
-@pytest.fixture(scope="module")
-def plain() -> Iterator[Cluster]:
-    c = start_cluster(3, persist="none")
-    try:
-        yield c
-    finally:
-        stop_cluster(c)
 
 
 def test_readme_on_fresh_plain_servers(plain: Cluster):
@@ -97,7 +88,7 @@ def test_lock_errors(plain: Cluster):
             await manager.lock("aio:busy", lock_timeout=5)
         with pytest.raises(ValueError):
             await manager.lock("aio:busy", lock_timeout=-1)
-        with pytest.raises(NotImplementedError, match="lock_identifier"):
+        with pytest.raises(ValueError, match="16 printable"):
             await manager.lock("aio:other", lock_identifier="mine")
         with pytest.raises(TypeError):
             await manager.is_locked(5)
@@ -144,6 +135,22 @@ def test_extend_failure_unlocks(plain: Cluster):
     asyncio.run(main())
 
 
+def test_lock_identifier_is_the_value(plain: Cluster):
+    async def main() -> None:
+        manager = Aioredlock(plain.urls, retry_count=1)
+        ident = str(uuid.uuid4())
+        lock = await manager.lock("aio:ident", lock_timeout=5, lock_identifier=ident)
+        assert lock.id == ident
+        assert plain.values(b"aio:ident") == [ident.encode()] * 3
+        with pytest.raises(LockAcquiringError):  # SET NX: not re-entrant
+            await manager.lock("aio:ident", lock_timeout=5, lock_identifier=ident)
+        await manager.unlock(lock)
+        assert plain.values(b"aio:ident") == [None] * 3
+        await manager.destroy()
+
+    asyncio.run(main())
+
+
 def test_get_lock_from_another_manager(plain: Cluster):
     async def main() -> None:
         owner = Aioredlock(plain.urls)
@@ -151,11 +158,49 @@ def test_get_lock_from_another_manager(plain: Cluster):
         other = Aioredlock(plain.urls)
         got = await other.get_lock("aio:get", lock.id)
         assert (got.resource, got.id, got.valid) == ("aio:get", lock.id, True)
+        assert 4.0 < got.lock_timeout <= 5.0
         with pytest.raises(LockAcquiringError):
             await other.get_lock("aio:get", "0" * 32)
+        # Extended by value (it holds no native lock); never shortened.
+        await other.extend(got, lock_timeout=30)
+        assert resp(plain.addrs[0], "PTTL", "aio:get") > 29_000
+        await other.extend(got)
+        assert resp(plain.addrs[0], "PTTL", "aio:get") > 28_000
         await other.unlock(got)
         assert not await owner.is_locked("aio:get")
+        with pytest.raises(RuntimeError):
+            await other.extend(got)
         await owner.destroy()
+
+    asyncio.run(main())
+
+
+def test_extend_of_a_get_lock_lock_that_expired_fails_and_unlocks(plain: Cluster):
+    async def main() -> None:
+        owner = Aioredlock(plain.urls)
+        lock = await owner.lock("aio:gone", lock_timeout=5)
+        got = await Aioredlock(plain.urls).get_lock("aio:gone", lock.id)
+        plain.delete(b"aio:gone")
+        with pytest.raises(LockAcquiringError):
+            await got.extend()
+        assert got.valid is False
+        assert plain.values(b"aio:gone") == [None] * 3  # never re-created
+        await owner.destroy()
+
+    asyncio.run(main())
+
+
+def test_two_instances_of_one_server_count_once(plain: Cluster):
+    async def main() -> None:
+        one = {"host": "127.0.0.1", "port": plain.ports[0]}
+        manager = Aioredlock([{**one, "db": 0}, {**one, "db": 1}], retry_count=1)
+        lock = await manager.lock("aio:twice", lock_timeout=5)
+        assert resp(plain.addrs[0], "GET", "aio:twice") == lock.id.encode()
+        with pytest.raises(LockAcquiringError):
+            await manager.lock("aio:twice", lock_timeout=5)
+        await manager.unlock(lock)
+        assert not await manager.is_locked("aio:twice")
+        await manager.destroy()
 
     asyncio.run(main())
 

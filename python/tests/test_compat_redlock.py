@@ -5,26 +5,18 @@ from __future__ import annotations
 
 import gc
 import logging
+import random
+import string
 import time
-from collections.abc import Iterator
 
 import pytest
 import redis
 
 from quorumlock.compat.redlock import Lock, MultipleRedlockException, Redlock
 
-from conftest import Cluster, start_cluster, stop_cluster
+from conftest import Cluster, resp
 
 DOWN = "redis://127.0.0.1:1"
-
-
-@pytest.fixture(scope="module")
-def plain() -> Iterator[Cluster]:
-    c = start_cluster(3, persist="none")
-    try:
-        yield c
-    finally:
-        stop_cluster(c)
 
 
 def test_readme_on_fresh_plain_servers(plain: Cluster):
@@ -117,6 +109,18 @@ def test_unlock_logs_node_errors_and_never_raises(plain: Cluster, caplog):
     dlm.unlock(stale)
     assert "Error unlocking resource unlock" in caplog.text
     assert caplog.records[-1].levelno == logging.ERROR
+
+
+def test_unlock_a_lock_taken_by_redlock_py(plain: Cluster):
+    # redlock-py's value: 22 letters and digits (Redlock.get_unique_id), set with SET NX PX.
+    key = "".join(random.choice(string.ascii_letters + string.digits) for _ in range(22))
+    for a in plain.addrs:
+        resp(a, "SET", "peer", key, "NX", "PX", "5000")
+    dlm = Redlock(plain.urls, retry_count=1)
+    assert dlm.lock("peer", 1000) is False
+    dlm.unlock(Lock(4000, "peer", key.encode()))
+    assert plain.values(b"peer") == [None] * 3
+    assert dlm.lock("peer", 1000)
 
 
 def test_lock_outlives_its_manager(plain: Cluster):

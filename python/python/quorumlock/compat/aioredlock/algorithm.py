@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 from ... import _quorumlock
-from ..._errors import LockBusy, LockLost, QuorumlockError, QuorumNotReached
+from ..._errors import InvalidArgument, LockBusy, LockLost, QuorumlockError, QuorumNotReached
 from .._conn import node_urls
 from .._native import client, node_errors
 from .errors import LockAcquiringError, LockError, LockRuntimeError
@@ -37,10 +37,12 @@ def _positive(message: str, value: float) -> float:
 
 class Aioredlock:
     """aioredlock's lock manager. ``redis_connections`` entries are dicts, ``(host, port)``
-    tuples, ``redis://`` URLs, unix socket paths, or ``redis.asyncio`` / aioredis ``Redis``
-    objects (read for their address; quorumlock opens its own connections and never closes
-    yours). ``options`` are ``quorumlock.Client`` settings; the defaults are aioredlock's:
-    no restart quarantine, TTLs up to 30 days."""
+    tuples, ``redis://`` URLs, unix socket paths, ``redis.asyncio`` / aioredis ``Redis``
+    objects, or ``redis.asyncio.cluster.RedisCluster`` objects (one member whose keys route
+    by slot); objects are read for their address: quorumlock opens its own connections and
+    never closes yours. ``options`` are ``quorumlock.Client`` settings; the defaults are
+    aioredlock's: no restart quarantine, TTLs up to 30 days. Bad values (a short
+    ``lock_identifier``) raise ``InvalidArgument``, a ``ValueError``."""
 
     def __init__(
         self,
@@ -77,20 +79,18 @@ class Aioredlock:
     ) -> Lock:
         """Acquires ``resource`` for ``lock_timeout`` seconds, or with auto-extension (every
         few seconds, to ``internal_lock_timeout``) when it is ``None``; makes ``retry_count``
-        attempts, ``uniform(retry_delay_min, retry_delay_max)`` seconds apart. Raises
-        ``LockAcquiringError`` (held by another owner), ``LockRuntimeError`` (node failures)
-        or ``LockError``."""
-        if lock_identifier is not None:
-            raise NotImplementedError(
-                "lock_identifier: quorumlock draws every lock value from the OS CSPRNG and "
-                "cannot take a caller's value yet; use the returned lock's id"
-            )
+        attempts, ``uniform(retry_delay_min, retry_delay_max)`` seconds apart. The lock
+        value is ``lock_identifier`` (16+ printable ASCII characters, e.g. a UUID) or a
+        random one. Raises ``LockAcquiringError`` (held by another owner, also by the same
+        ``lock_identifier``), ``LockRuntimeError`` (node failures) or ``LockError``."""
         if lock_timeout is not None and lock_timeout <= 0:
             raise ValueError("Lock timeout must be greater than 0 seconds.")
         native_client = await self._native()
+        given = {} if lock_identifier is None else {"value": lock_identifier}
         try:
             native = await native_client.acquire_async(
                 resource,
+                **given,
                 ttl=float(lock_timeout or self.internal_lock_timeout),
                 retry_count=self.retry_count - 1,
                 retry_delay=self.retry_delay_min,
@@ -98,6 +98,8 @@ class Aioredlock:
                 min_validity=0.0,
                 auto_extend=lock_timeout is None,
             )
+        except InvalidArgument:
+            raise
         except QuorumlockError as e:
             raise _lock_error(e, f'Can not acquire the lock "{resource}"') from e
         lock = Lock(self, resource, native.value, lock_timeout, valid=True)
@@ -108,19 +110,19 @@ class Aioredlock:
     async def extend(self, lock: Lock, lock_timeout: float | None = None) -> None:
         """Resets the lock's lifetime to ``lock_timeout`` (else its own, else
         ``internal_lock_timeout``); on failure unlocks it and raises a ``LockError``. An
-        expired lock is never re-created (aioredlock re-creates it)."""
+        expired lock is never re-created (aioredlock re-creates it). A ``get_lock()`` lock
+        is extended by its value."""
         if not lock.valid:
             raise RuntimeError("Lock is not valid")
         if lock_timeout is not None and lock_timeout <= 0:
             raise ValueError("Lock timeout must be greater than 0 seconds.")
-        if lock._native is None:
-            raise NotImplementedError(
-                "only locks acquired by this process can be extended (get_lock() locks can "
-                "be checked and unlocked)"
-            )
         ttl = float(lock_timeout or lock.lock_timeout or self.internal_lock_timeout)
         try:
-            await lock._native.extend_async(ttl)
+            if lock._native is None:
+                native_client = await self._native()
+                await native_client.extend_value_async(lock.resource, lock.id, ttl)
+            else:
+                await lock._native.extend_async(ttl)
         except QuorumlockError as e:
             try:
                 await self.unlock(lock)
@@ -163,11 +165,13 @@ class Aioredlock:
     async def get_lock(self, resource: str, lock_identifier: str) -> Lock:
         """A ``Lock`` for ``resource`` held with value ``lock_identifier`` on a majority of
         nodes (e.g. by another process); ``LockAcquiringError`` if it is not. Its
-        ``lock_timeout`` is ``None``: the engine does not report the TTL left."""
+        ``lock_timeout`` is the shortest TTL left (in seconds) on the nodes holding it."""
         native_client = await self._native()
-        if await native_client.holder_async(resource) != lock_identifier:
+        found = await native_client.inspect_async(resource)
+        if found.holder != lock_identifier:
             raise LockAcquiringError(f'Can not get the lock "{resource}"')
-        return Lock(self, resource, lock_identifier, None, valid=True)
+        ttls = [n.ttl for n in found.nodes if n.value == lock_identifier and n.ttl is not None]
+        return Lock(self, resource, lock_identifier, min(ttls, default=None), valid=True)
 
     async def get_active_locks(self) -> list[Lock]:
         """The locks of this manager that are valid and still held."""
