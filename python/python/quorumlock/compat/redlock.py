@@ -2,12 +2,13 @@
 ``from quorumlock.compat.redlock import Redlock``.
 
 ``Redlock(connection_list, retry_count=None, retry_delay=None, **options)`` takes what
-redlock-py takes (URL strings, redis-py keyword dicts, redis-py clients; bad connection info
-raises ``Warning``) and keeps the redis-py clients in ``servers``, as redlock-py does, so
-redis-py is needed. ``options`` are ``quorumlock.Client`` settings; the defaults are
-redlock-py's: no restart quarantine, TTLs up to 30 days. ``lock(resource, ttl_ms)`` returns
-``Lock(validity, resource, key)`` (validity in ms, key ``bytes``) or ``False``;
-``unlock(lock)`` releases it and never raises for node errors (it logs them).
+redlock-py takes (URL strings, redis-py keyword dicts, redis-py clients, a ``RedisCluster`` as
+one member; bad connection info raises ``Warning``) and keeps the redis-py clients in
+``servers``, as redlock-py does, so redis-py is needed. ``options`` are ``quorumlock.Client``
+settings; the defaults are redlock-py's: no restart quarantine, TTLs up to 30 days.
+``lock(resource, ttl_ms)`` returns ``Lock(validity, resource, key)`` (validity in ms, key
+``bytes``) or ``False``; ``unlock(lock)`` releases it and never raises for node errors (it
+logs them).
 """
 
 from __future__ import annotations
