@@ -1,4 +1,5 @@
-//! `Client.ping()`: what each node says about itself, as frozen `NodeInfo` objects.
+//! `Client.ping()` and `Client.inspect()`: what each node says about itself or about one
+//! resource, as frozen `NodeInfo` and `Inspection` objects.
 
 use pyo3::prelude::*;
 
@@ -71,4 +72,78 @@ pub(crate) fn infos(py: Python<'_>, all: Vec<quorumlock::NodeInfo>) -> PyResult<
     all.into_iter()
         .map(|n| Py::new(py, NodeInfo::from(n)))
         .collect()
+}
+
+/// One node's view of a resource.
+#[pyclass(frozen, get_all, module = "quorumlock._quorumlock")]
+pub(crate) struct Holding {
+    /// 0-based index in configuration order.
+    index: usize,
+    /// `host:port/db`, never with credentials.
+    address: String,
+    /// `"Ok"` when the node answered, else the node kind of its failure.
+    kind: &'static str,
+    /// Error text, when `kind` is an error.
+    detail: Option<String>,
+    /// The lock value stored there, if any.
+    value: Option<String>,
+    /// Seconds to live left there, if the key exists with a TTL.
+    ttl: Option<f64>,
+}
+
+#[pymethods]
+impl Holding {
+    fn __repr__(&self) -> String {
+        format!(
+            "Holding(index={}, address={:?}, kind={:?}, value={:?}, ttl={:?})",
+            self.index, self.address, self.kind, self.value, self.ttl
+        )
+    }
+}
+
+/// Every node's view of a resource, and the value held on a quorum of them.
+#[pyclass(frozen, get_all, module = "quorumlock._quorumlock")]
+pub(crate) struct Inspection {
+    /// The value held on at least a quorum of nodes (that owner holds the lock), or `None`.
+    holder: Option<String>,
+    /// The quorum of the client.
+    quorum: usize,
+    /// One `Holding` per node, in configuration order.
+    nodes: Vec<Py<Holding>>,
+}
+
+#[pymethods]
+impl Inspection {
+    fn __repr__(&self) -> String {
+        format!(
+            "Inspection(holder={:?}, quorum={})",
+            self.holder, self.quorum
+        )
+    }
+}
+
+/// The inspection as a Python object.
+pub(crate) fn inspection(py: Python<'_>, i: &quorumlock::Inspection) -> PyResult<Inspection> {
+    let nodes = i
+        .nodes
+        .iter()
+        .map(|h| {
+            Py::new(
+                py,
+                Holding {
+                    index: h.index,
+                    address: h.address.clone(),
+                    kind: h.kind.as_str(),
+                    detail: h.detail.clone(),
+                    value: h.value.clone(),
+                    ttl: h.ttl.map(|d| d.as_secs_f64()),
+                },
+            )
+        })
+        .collect::<PyResult<_>>()?;
+    Ok(Inspection {
+        holder: i.holder().map(str::to_owned),
+        quorum: i.quorum,
+        nodes,
+    })
 }

@@ -8,7 +8,7 @@ use pyo3::types::{PyBytes, PyDict};
 use pyo3_async_runtimes::generic::future_into_py;
 use quorumlock::CancelToken;
 
-use crate::admin::{self, NodeInfo};
+use crate::admin::{self, Inspection, NodeInfo};
 use crate::error::{self, NodeResult, ResultExt};
 use crate::lock::Lock;
 use crate::metrics::Metrics;
@@ -122,6 +122,69 @@ impl Client {
         let fut = async move { client.release_value(resources, &value).await };
         let report = wait::run(py, fut, OnStop::Finish)?.or_raise()?;
         error::nodes(py, &report)
+    }
+
+    /// Extends `resources` to `ttl` seconds wherever they hold `value` (a `Lock.value`,
+    /// possibly from another process, or a peer library's value); returns the validity left
+    /// in seconds. Keys are only lengthened, never re-created.
+    fn extend_value(
+        &self,
+        py: Python<'_>,
+        resources: &Bound<'_, PyAny>,
+        value: &str,
+        ttl: &Bound<'_, PyAny>,
+    ) -> PyResult<f64> {
+        let client = self.get(py)?;
+        let resources = options::resources(resources)?;
+        let ttl = options::seconds("ttl", ttl)?;
+        let value = value.to_owned();
+        let fut = async move { client.extend_value(resources, &value, ttl).await };
+        let validity = wait::run(py, fut, OnStop::Finish)?.or_raise()?;
+        Ok(validity.as_secs_f64())
+    }
+
+    /// `extend_value` as an asyncio awaitable; it finishes even if the task is cancelled.
+    fn extend_value_async<'py>(
+        &self,
+        py: Python<'py>,
+        resources: &Bound<'py, PyAny>,
+        value: &str,
+        ttl: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.get(py)?;
+        let resources = options::resources(resources)?;
+        let ttl = options::seconds("ttl", ttl)?;
+        let value = value.to_owned();
+        let task = runtime::handle()?
+            .spawn(async move { client.extend_value(resources, &value, ttl).await });
+        future_into_py::<EngineRuntime, _, _>(py, async move {
+            let validity = task.await.map_err(|e| error::task_failed(&e))?.or_raise()?;
+            Ok(validity.as_secs_f64())
+        })
+    }
+
+    /// Every node's value and TTL for `resource`, and the value held on a quorum (one round
+    /// of reads).
+    fn inspect(&self, py: Python<'_>, resource: &Bound<'_, PyAny>) -> PyResult<Inspection> {
+        let client = self.get(py)?;
+        let resource = single(resource)?;
+        let fut = async move { client.inspect(resource).await };
+        let found = wait::run(py, fut, OnStop::Abort)?.or_raise()?;
+        admin::inspection(py, &found)
+    }
+
+    /// `inspect` as an asyncio awaitable.
+    fn inspect_async<'py>(
+        &self,
+        py: Python<'py>,
+        resource: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.get(py)?;
+        let resource = single(resource)?;
+        future_into_py::<EngineRuntime, _, _>(py, async move {
+            let found = client.inspect(resource).await.or_raise()?;
+            Python::attach(|py| admin::inspection(py, &found))
+        })
     }
 
     /// The value held on a quorum of nodes for `resource`, or `None` (one round of reads).

@@ -1,6 +1,7 @@
 //! Errors: every `quorumlock::Error` becomes an instance of its class from
 //! `quorumlock._errors` (ARCHITECTURE.md §4), with `.code`, `.attempts`, `.validity`,
-//! `.reason` and `.nodes` (one frozen `NodeResult` per node).
+//! `.reason`, `.nodes` (one frozen `NodeResult` per node) and `.attempt_reports` (the
+//! nodes of each acquire attempt).
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -93,6 +94,12 @@ pub(crate) fn to_py(py: Python<'_>, e: &Error) -> PyErr {
         extra.set_item("validity", e.validity_us().map(|us| us as f64 / 1e6))?;
         extra.set_item("reason", e.lost_reason().map(|r| r.as_str()))?;
         extra.set_item("nodes", nodes(py, e.report())?)?;
+        let attempts = e
+            .attempt_reports()
+            .iter()
+            .map(|r| nodes(py, r))
+            .collect::<PyResult<Vec<_>>>()?;
+        extra.set_item("attempt_reports", attempts)?;
         Ok(())
     })();
     if let Err(err) = filled {

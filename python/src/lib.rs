@@ -10,6 +10,7 @@ mod metrics;
 mod options;
 mod runtime;
 mod wait;
+mod warning;
 
 use pyo3::prelude::*;
 
@@ -24,7 +25,7 @@ fn after_fork_in_child() -> PyResult<()> {
 #[pymodule(gil_used = false)]
 mod _quorumlock {
     #[pymodule_export]
-    use super::admin::NodeInfo;
+    use super::admin::{Holding, Inspection, NodeInfo};
     #[pymodule_export]
     use super::after_fork_in_child;
     #[pymodule_export]

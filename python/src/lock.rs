@@ -39,7 +39,7 @@ fn lost_exception(py: Python<'_>, e: Option<Error>) -> Option<Py<PyAny>> {
 
 #[pymethods]
 impl Lock {
-    /// The random value (40 hex characters) stored in the keys.
+    /// The value stored in the keys: 40 random hex characters, or the `value=` given.
     #[getter]
     fn value(&self) -> &str {
         self.inner.value()

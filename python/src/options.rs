@@ -52,6 +52,17 @@ fn flag(name: &str, v: &Bound<'_, PyAny>) -> PyResult<bool> {
     v.extract()
 }
 
+/// A `str`.
+pub(crate) fn text(name: &str, v: &Bound<'_, PyAny>) -> PyResult<String> {
+    let Ok(s) = v.cast::<PyString>() else {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be a str, not {}",
+            v.get_type().name()?
+        )));
+    };
+    Ok(s.to_str()?.to_owned())
+}
+
 /// Applies one lock option; `Ok(false)` when `key` is not a lock option.
 fn lock_option(opts: &mut LockOptions, key: &str, v: &Bound<'_, PyAny>) -> PyResult<bool> {
     let o = opts.clone();
@@ -76,6 +87,7 @@ fn lock_option(opts: &mut LockOptions, key: &str, v: &Bound<'_, PyAny>) -> PyRes
         "max_hold" => o.max_hold(seconds(key, v)?),
         "fenced" => o.fenced(flag(key, v)?),
         "fence_counter_ttl" => o.fence_counter_ttl(seconds(key, v)?),
+        "value" => o.value(text(key, v)?),
         _ => return Ok(false),
     };
     Ok(true)
@@ -174,6 +186,11 @@ impl ClientConfig {
                 "quarantine_margin" => cfg.quarantine_margin = Some(seconds(&key, &v)?),
                 "eviction_check" => cfg.eviction_check = Some(eviction_check(&v)?),
                 "notify" => cfg.notify = flag(&key, &v)?,
+                "value" => {
+                    return Err(PyTypeError::new_err(
+                        "value is a lock option (acquire, lock), not a client setting",
+                    ));
+                }
                 _ => {
                     if !lock_option(&mut cfg.defaults, &key, &v)? {
                         return Err(unexpected(&key));
@@ -190,7 +207,8 @@ impl ClientConfig {
             .nodes(self.urls.iter().cloned())
             .lock_options(self.defaults.clone())
             .require_quorum(self.require_quorum)
-            .notify(self.notify);
+            .notify(self.notify)
+            .on_warning(crate::warning::forward);
         if let Some(d) = self.drift_factor {
             b = b.drift_factor(d);
         }

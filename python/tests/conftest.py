@@ -61,6 +61,8 @@ class Cluster:
         self.urls: list[str] = [n["url"] for n in info["nodes"]]
         self.addrs: list[str] = [n["addr"] for n in info["nodes"]]
         self.ports: list[int] = [int(a.rsplit(":", 1)[1]) for a in self.addrs]
+        # With start_cluster(redis_cluster=N): {"url": "redis+cluster://...", "nodes": [...]}.
+        self.redis_cluster: dict[str, Any] | None = info.get("redis_cluster")
 
     def ctl(self, command: dict[str, Any]) -> dict[str, Any]:
         out = subprocess.run(
@@ -92,7 +94,14 @@ class Cluster:
         assert self.values(key) == expected
 
 
-def start_cluster(nodes: int, persist: str = "always") -> Cluster:
+def start_cluster(
+    nodes: int, persist: str = "always", redis_cluster: int = 0, replicas: int = 0
+) -> Cluster:
+    """``nodes`` independent masters; with ``redis_cluster`` > 0 also one Redis Cluster of
+    that many primaries (each with ``replicas`` replicas) to use as one more member."""
+    extra = []
+    if redis_cluster:
+        extra = ["--redis-cluster", str(redis_cluster), "--cluster-replicas", str(replicas)]
     out = subprocess.run(
         [
             HARNESS,
@@ -101,6 +110,7 @@ def start_cluster(nodes: int, persist: str = "always") -> Cluster:
             str(nodes),
             "--persist",
             persist,
+            *extra,
             "--parent",
             str(os.getpid()),
         ],
@@ -136,3 +146,23 @@ def aclient(cluster: Cluster) -> quorumlock.AsyncClient:
     return quorumlock.AsyncClient(
         cluster.urls, node_timeout=0.25, retry_delay=0.02, retry_jitter=0.02
     )
+
+
+@pytest.fixture(scope="module")
+def plain() -> Iterator[Cluster]:
+    """Three plain servers (no AOF, just started), as the peers' users run them."""
+    c = start_cluster(3, persist="none")
+    try:
+        yield c
+    finally:
+        stop_cluster(c)
+
+
+@pytest.fixture(scope="module")
+def with_redis_cluster() -> Iterator[Cluster]:
+    """Two plain servers and a Redis Cluster of three primaries (``.redis_cluster``)."""
+    c = start_cluster(2, persist="none", redis_cluster=3)
+    try:
+        yield c
+    finally:
+        stop_cluster(c)

@@ -1,163 +1,68 @@
-"""The drop-ins run their libraries' README examples unchanged apart from the import line
-(and the node list, which points at the test nodes)."""
+"""The drop-ins turn every node description their peers accept into a node URL."""
 
 from __future__ import annotations
 
-import asyncio
-from typing import ClassVar
-
 import pytest
+import redis
+import redis.asyncio
 
-import quorumlock
-
-from conftest import Cluster
-
-
-def test_redlock_py_readme(cluster: Cluster):
-    from quorumlock.compat.redlock import Lock, MultipleRedlockException, Redlock
-
-    p = cluster.ports
-    # README: dlm = Redlock([{"host": "localhost", "port": 6379, "db": 0}, ])
-    dlm = Redlock(
-        [
-            {"host": "127.0.0.1", "port": p[0], "db": 0},
-            {"host": "127.0.0.1", "port": p[1], "db": 0},
-            f"redis://127.0.0.1:{p[2]}/0",
-        ]
-    )
-    my_lock = dlm.lock("my_resource_name", 1000)
-    assert isinstance(my_lock, Lock)
-    assert 0 < my_lock.validity <= 1000
-    assert my_lock.resource == "my_resource_name"
-    # The bare resource name is the key, as in redlock-py.
-    assert cluster.get(0, b"my_resource_name") == my_lock.key.encode()
-    assert dlm.lock("my_resource_name", 1000) is False
-    dlm.unlock(my_lock)
-    again = dlm.lock("my_resource_name", 1000)
-    assert again and again.key != my_lock.key
-    dlm.unlock(again)
-
-    down = Redlock([("127.0.0.1", 1), ("127.0.0.1", 2), ("127.0.0.1", 3)], retry_count=1)
-    with pytest.raises(MultipleRedlockException):
-        down.lock("my_resource_name", 1000)
+from quorumlock.compat._conn import node_urls
 
 
-def test_aioredlock_readme(cluster: Cluster):
-    from quorumlock.compat.aioredlock import Aioredlock, LockError
+class AioredisPool:
+    """The attributes an aioredis 1.x ``ConnectionsPool`` has (aioredis 1 needs Python < 3.10)."""
 
-    p = cluster.ports
-
-    async def readme() -> None:
-        # Define a list of connections to your Redis instances:
-        redis_instances = [
-            ("127.0.0.1", p[0]),
-            {"host": "127.0.0.1", "port": p[1], "db": 0},
-            f"redis://127.0.0.1:{p[2]}/0",
-        ]
-
-        # Create a lock manager:
-        lock_manager = Aioredlock(redis_instances)
-
-        # Check wether a resourece acquired by any other redlock instance:
-        assert not await lock_manager.is_locked("resource_name")
-
-        # Try to acquire the lock:
-        try:
-            lock = await lock_manager.lock("resource_name", lock_timeout=10)
-        except LockError:
-            print("Lock not acquired")
-            raise
-
-        # Now the lock is acquired:
-        assert lock.valid
-        assert await lock_manager.is_locked("resource_name")
-
-        # Extend lifetime of the lock:
-        await lock_manager.extend(lock, lock_timeout=10)
-        # Raises LockError if the lock manager can not extend the lock lifetime
-        # on more then half of the instances.
-
-        # Release the lock:
-        await lock_manager.unlock(lock)
-        # Raises LockError if the lock manager can not release the lock
-        # on more then half of redis instances.
-
-        # The released lock become invalid:
-        assert not lock.valid
-        assert not await lock_manager.is_locked("resource_name")
-
-        # Or you can use the lock as async context manager:
-        try:
-            async with await lock_manager.lock("resource_name") as lock:
-                assert lock.valid is True
-                # Do your stuff having the lock
-                await lock.extend()  # alias for lock_manager.extend(lock)
-                # Do more stuff having the lock
-            assert lock.valid is False  # lock will be released by context manager
-        except LockError:
-            print("Lock not acquired")
-            raise
-
-        # Clear the connections with Redis:
-        await lock_manager.destroy()
-
-    asyncio.run(readme())
+    address = ("10.0.0.5", 6380)
+    db = 3
+    _password = "pw"
+    _ssl = None
 
 
-def test_aioredlock_errors(cluster: Cluster):
-    from quorumlock.compat.aioredlock import Aioredlock, LockAcquiringError, LockError
-
-    async def main() -> None:
-        manager = Aioredlock(cluster.urls, retry_count=1)
-        held = await manager.lock("aio:busy", lock_timeout=5)
-        with pytest.raises(LockAcquiringError):
-            await manager.lock("aio:busy", lock_timeout=5)
-        assert issubclass(LockAcquiringError, LockError)
-        with pytest.raises(ValueError):
-            await manager.lock("aio:busy", lock_timeout=-1)
-        with pytest.raises(TypeError):
-            await manager.is_locked(5)
-        await manager.unlock(held)
-        with pytest.raises(RuntimeError):
-            await manager.extend(held)
-        await manager.destroy()
-
-    asyncio.run(main())
-    with pytest.raises(ValueError):
-        Aioredlock(cluster.urls, retry_count=0)
+class Aioredis1:
+    connection = AioredisPool()
 
 
 def test_connection_descriptions():
-    from quorumlock.compat._conn import node_urls
-
-    class Pool:
-        connection_kwargs: ClassVar[dict[str, object]] = {
-            "host": "::1",
-            "port": 7000,
-            "db": 2,
-            "password": "p@ss",
-        }
-
-    class RedisPy:
-        connection_pool = Pool()
-
     assert node_urls(
         [
             "redis://a:1",
+            "/tmp/r.sock",
             {"host": "h", "port": 2, "db": 3, "username": "u", "password": "x/y"},
+            {"host": "h", "port": 2, "encoding": "utf-8", "minsize": 1, "maxsize": 5},
+            {"address": ("h", 9), "db": 1},
             ("h", 4),
-            RedisPy(),
+            ["h", 5],
+            redis.StrictRedis(host="::1", port=7000, db=2, password="p@ss"),
+            redis.StrictRedis(host="h", port=6, ssl=True, username="u", password="p"),
+            redis.asyncio.Redis.from_url("rediss://:pw@h:7/4"),
+            redis.StrictRedis(unix_socket_path="/tmp/s.sock", db=1),
+            Aioredis1(),
             {"unix_socket_path": "/tmp/r.sock", "db": 1},
         ]
     ) == [
         "redis://a:1",
+        "unix:///tmp/r.sock",
         "redis://u:x%2Fy@h:2/3",
+        "redis://h:2/0",
+        "redis://h:9/1",
         "redis://h:4/0",
+        "redis://h:5/0",
         "redis://:p%40ss@[::1]:7000/2",
+        "rediss://u:p@h:6/0",
+        "rediss://:pw@h:7/4",
+        "unix:///tmp/s.sock?db=1",
+        "redis://:pw@10.0.0.5:6380/3",
         "unix:///tmp/r.sock?db=1",
     ]
+
+
+def test_bad_connection_descriptions():
     with pytest.raises(TypeError):
         node_urls("redis://a:1")
     with pytest.raises(TypeError):
         node_urls([object()])
-    assert issubclass(quorumlock.InvalidArgument, ValueError)
+    with pytest.raises(TypeError, match="'cat'"):
+        node_urls([{"host": "h", "cat": "hog"}])
+    sentinel = redis.Sentinel([("h", 26379)]).master_for("mymaster")
+    with pytest.raises(TypeError, match="Sentinel"):
+        node_urls([sentinel])

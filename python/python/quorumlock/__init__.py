@@ -30,7 +30,16 @@ from ._errors import (
     TimedOut,
     ValidityTooShort,
 )
-from ._quorumlock import Histogram, Metrics, NodeInfo, NodeMetrics, NodeResult, OpMetrics
+from ._quorumlock import (
+    Histogram,
+    Holding,
+    Inspection,
+    Metrics,
+    NodeInfo,
+    NodeMetrics,
+    NodeResult,
+    OpMetrics,
+)
 from ._scoped import AsyncLostFlag, LockScope, LostFlag
 
 __version__: str = _quorumlock.__version__
@@ -51,6 +60,8 @@ __all__ = [
     "ConnectionFailed",
     "ExtensionLimit",
     "Histogram",
+    "Holding",
+    "Inspection",
     "InvalidArgument",
     "Lock",
     "LockBusy",

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from . import _quorumlock
-from ._quorumlock import Metrics, NodeInfo, NodeResult
+from ._quorumlock import Inspection, Metrics, NodeInfo, NodeResult
 from ._scoped import AsyncLostFlag, LockScope, LostFlag, synchronized
 from .compat._conn import node_urls
 
@@ -22,7 +22,7 @@ class _LockBase:
 
     @property
     def value(self) -> str:
-        """The random value (40 hex characters) stored in the keys."""
+        """The value stored in the keys: 40 random hex characters, or the ``value=`` given."""
         return self._native.value
 
     @property
@@ -169,7 +169,11 @@ class _ClientBase:
         ``quarantine`` = ``"on"`` | ``"strict"`` |
         ``"off"``, ``quarantine_margin``, ``eviction_check`` = ``"refuse"`` | ``"warn"`` |
         ``"off"``, ``notify`` = release notification, default ``True``: a release wakes
-        waiters at once instead of after their retry delay). Durations are float seconds."""
+        waiters at once instead of after their retry delay). Durations are float seconds.
+        A ``redis+cluster://host:port,host:port`` URL (or a redis-py ``RedisCluster``) is one
+        member whose keys route by slot. Engine warnings (``QL_W_NOT_DURABLE``, ...) go to the
+        ``quorumlock`` logger once per kind and node, with ``code`` and ``node`` on the
+        record."""
         self._native = _quorumlock.Client(node_urls(nodes), **options)
 
     def lock(self, resources: Any, **options: Any) -> LockScope:
@@ -216,9 +220,22 @@ class Client(_ClientBase):
     """A Redlock client (blocking API). Waits release the GIL; Ctrl-C cancels cleanly."""
 
     def acquire(self, resources: Any, **options: Any) -> Lock:
-        """Acquires ``resources`` (a name or a list of names). Raises ``LockBusy``,
-        ``QuorumNotReached``, ``ValidityTooShort`` or ``InvalidArgument``."""
+        """Acquires ``resources`` (a name or a list of names). ``value=`` stores a value of
+        your own (16+ printable ASCII characters) instead of a random one. Raises
+        ``LockBusy``, ``QuorumNotReached``, ``ValidityTooShort`` or ``InvalidArgument``."""
         return Lock._acquire(self._native, resources, options)
+
+    def extend_value(self, resources: Any, value: str, ttl: float) -> float:
+        """Extends ``resources`` to ``ttl`` seconds wherever they hold ``value`` (a
+        ``Lock.value`` from any process, or a peer library's value) and returns the validity
+        left in seconds; keys are never re-created. Raises ``LockLost`` when they are gone or
+        held by another value. Prefer ``Lock.extend`` when you have the lock."""
+        return self._native.extend_value(resources, value, ttl)
+
+    def inspect(self, resource: str | bytes) -> Inspection:
+        """Every node's value and TTL for ``resource`` (``nodes``), and the value held on a
+        quorum (``holder``, else ``None``)."""
+        return self._native.inspect(resource)
 
     def ping(self) -> list[NodeInfo]:
         """Pings every node and reads its settings (latency, version, uptime, persistence,
@@ -233,6 +250,14 @@ class AsyncClient(_ClientBase):
     async def acquire(self, resources: Any, **options: Any) -> AsyncLock:
         """Acquires ``resources`` (a name or a list of names)."""
         return await AsyncLock._acquire(self._native, resources, options)
+
+    async def extend_value(self, resources: Any, value: str, ttl: float) -> float:
+        """As ``Client.extend_value``, awaitable."""
+        return await self._native.extend_value_async(resources, value, ttl)
+
+    async def inspect(self, resource: str | bytes) -> Inspection:
+        """As ``Client.inspect``, awaitable."""
+        return await self._native.inspect_async(resource)
 
     async def holder(self, resource: str | bytes) -> str | None:
         """The value held on a quorum of nodes, or ``None``."""

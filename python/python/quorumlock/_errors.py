@@ -34,8 +34,10 @@ class QuorumlockError(Exception):
     ``code`` is the stable string code (``"QL_BUSY"``), ``attempts`` the acquisition attempts
     made (0 when nothing was sent), ``validity`` the validity in seconds when it was known
     (negative when the attempt took longer than the TTL), ``reason`` why a lock was lost
-    (``"Expired"``, ``"Taken"``, ``"ExtensionLimit"``), and ``nodes`` one frozen
-    ``NodeResult`` (index, address, latency, kind, detail) per configured node.
+    (``"Expired"``, ``"Taken"``, ``"ExtensionLimit"``), ``nodes`` one frozen
+    ``NodeResult`` (index, address, latency, kind, detail) per configured node, and
+    ``attempt_reports`` the ``nodes`` of each attempt of a failed acquisition, oldest first
+    (at most 64, the most recent; the last is ``nodes`` unless cancelled between attempts).
     """
 
     code: str | None
@@ -43,6 +45,7 @@ class QuorumlockError(Exception):
     validity: float | None
     reason: str | None
     nodes: tuple[NodeResult, ...]
+    attempt_reports: tuple[tuple[NodeResult, ...], ...]
 
     def __init__(
         self,
@@ -53,6 +56,7 @@ class QuorumlockError(Exception):
         validity: float | None = None,
         reason: str | None = None,
         nodes: Sequence[NodeResult] = (),
+        attempt_reports: Sequence[Sequence[NodeResult]] = (),
     ) -> None:
         super().__init__(message)
         self.code = code
@@ -60,6 +64,7 @@ class QuorumlockError(Exception):
         self.validity = validity
         self.reason = reason
         self.nodes = tuple(nodes)
+        self.attempt_reports = tuple(tuple(r) for r in attempt_reports)
 
 
 class LockBusy(QuorumlockError):

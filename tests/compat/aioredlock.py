@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Runs aioredlock's own test suite against quorumlock.compat.aioredlock on a plain Redis server.
+
+    tests/compat/aioredlock.py CHECKOUT [--python PY] [--real]
+
+CHECKOUT is a checkout of joanvila/aioredlock (its tests/ are used, never copied into this
+repository). PY needs pytest, pytest-asyncio, pytest-mock and aioredis<2 (the suite imports
+aioredis 1, which runs on Python < 3.10 only; on a newer Python put an aioredis 1.3.1 install
+on PYTHONPATH and its pool tests fail inside aioredis). A shim package ``aioredlock`` whose
+modules re-export ``quorumlock.compat.aioredlock``'s goes first on PYTHONPATH; with ``--real``
+PY's own aioredlock is tested instead. One plain redis-server comes from ql-harness on a free
+port; the only change to the suite, in a temporary copy, is that port in place of 6379
+in tests/acceptance.
+Prints pytest's summary and ``N passed, N failed``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HARNESS = os.environ.get("QL_HARNESS") or str(ROOT / "target" / "debug" / "ql-harness")
+MODULES = ("__init__", "algorithm", "errors", "lock", "sentinel")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("checkout", type=Path)
+    ap.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"))
+    ap.add_argument(
+        "--real", action="store_true", help="run against the real aioredlock"
+    )
+    args = ap.parse_args()
+
+    run = json.loads(
+        subprocess.run(
+            [
+                HARNESS,
+                "start",
+                "--nodes",
+                "1",
+                "--persist",
+                "none",
+                "--parent",
+                str(os.getpid()),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
+    try:
+        port = run["nodes"][0]["addr"].rsplit(":", 1)[1]
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copytree(args.checkout / "tests", Path(tmp, "tests"))
+            for f in Path(tmp, "tests", "acceptance").rglob("*.py"):
+                f.write_text(f.read_text().replace("6379", port))
+            env = dict(os.environ)
+            if not args.real:
+                shim = Path(tmp, "shim", "aioredlock")
+                shim.mkdir(parents=True)
+                for m in MODULES:
+                    source = f"quorumlock.compat.aioredlock{'' if m == '__init__' else '.' + m}"
+                    (shim / f"{m}.py").write_text(
+                        f"from {source} import *  # noqa: F403\n"
+                    )
+                paths = [str(shim.parent), env.get("PYTHONPATH", "")]
+                env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+            done = subprocess.run(
+                [args.python, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider"]
+                + ["--continue-on-collection-errors", "tests"],
+                check=False,
+                cwd=tmp,
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+    finally:
+        subprocess.run(
+            [HARNESS, "stop", run["run_dir"]], check=True, stdout=subprocess.DEVNULL
+        )
+    print(done.stdout[-6000:], end="")
+    counts = dict.fromkeys(("passed", "failed", "error"), 0)
+    for n, what in re.findall(
+        r"(\d+) (passed|failed|error)", done.stdout.splitlines()[-1]
+    ):
+        counts[what] = int(n)
+    bad = counts["failed"] + counts["error"]
+    print(f"{counts['passed']} passed, {bad} failed")
+    return 0 if bad == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
