@@ -95,6 +95,6 @@ set +e
 npm test 2>&1 | tee test.log
 set -e
 passed=$(grep -cE '^\s*✔' test.log || true)
-failed=$(grep -cE '^\s*✘' test.log || true)
+failed=$(grep -cE '^\s*(✘|✖)' test.log || true)
 echo "node-redlock suite against $target: $passed/$((passed + failed)) passed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
