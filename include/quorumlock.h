@@ -238,6 +238,14 @@ typedef struct quorumlock_lock_options quorumlock_lock_options;
 // `quorumlock_client_metrics`. It never changes; take another one for newer values.
 typedef struct quorumlock_metrics quorumlock_metrics;
 
+// Called with each warning of a client (`quorumlock_config_set_warning_callback`): its
+// stable code (`QL_W_NOT_DURABLE`, ...), the node index (-1 when about no one node) and
+// the message, both NUL-terminated and valid only during the call.
+typedef void (*WarningCallback)(void *userdata,
+                                const char *code,
+                                int64_t node,
+                                const char *message);
+
 // The lost-lock callback as C sees it.
 typedef void (*quorumlock_lost_callback)(void *userdata,
                                          uint32_t reason,
@@ -352,6 +360,23 @@ quorumlock_result quorumlock_config_set_require_quorum(quorumlock_config *cfg,
 // `cfg` is NULL or a live configuration.
 quorumlock_result quorumlock_config_set_notify(quorumlock_config *cfg,
                                                bool on);
+
+// Calls `callback(userdata, code, node, message)` with each warning of the client, once per
+// kind and node: a node counted without durable writes while the quarantine is off
+// (`QL_W_NOT_DURABLE`), one server listed twice, counted once (`QL_W_DUPLICATE_NODE`),
+// `INFO` refused, an evicting node with `QL_EVICTION_WARN`, release notification denied.
+// NULL turns it off (warnings then go only to the engine's log).
+//
+// Thread safety: a configuration must not be changed from two threads at once. The
+// callback runs on an engine thread, must be callable from any thread, must not block, and
+// `userdata` must stay valid until the client is freed.
+// Blocking: never blocks.
+//
+// # Safety
+// `cfg` is NULL or a live configuration; `callback` is NULL or a function of this type.
+quorumlock_result quorumlock_config_set_warning_callback(quorumlock_config *cfg,
+                                                         WarningCallback callback,
+                                                         void *userdata);
 
 // Sets the restart quarantine mode (`QL_QUARANTINE_*`, default `QL_QUARANTINE_ON`) and,
 // when `margin_ms` is not 0, the margin a fresh non-durable node stays out beyond the max
@@ -471,6 +496,30 @@ quorumlock_result quorumlock_error_message(const quorumlock_error *err,
 // # Safety
 // `err` is NULL or a live error.
 uint32_t quorumlock_error_attempts(const quorumlock_error *err);
+
+// Reports kept for the attempts of a failed acquisition (oldest first, at most 64, the most
+// recent), 0 when nothing was sent or for NULL. The last one is the error's own report.
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+//
+// # Safety
+// `err` is NULL or a live error.
+size_t quorumlock_error_attempt_count(const quorumlock_error *err);
+
+// Writes the kind (`QL_NODE_*`) of node `node` in the report of attempt `attempt` (see
+// `quorumlock_error_attempt_count`) to `*kind_out`. `QL_INVALID` for NULL or an index out
+// of range.
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+//
+// # Safety
+// `err` is NULL or a live error; `kind_out` is NULL or writable.
+quorumlock_result quorumlock_error_attempt_node_kind(const quorumlock_error *err,
+                                                     size_t attempt,
+                                                     size_t node,
+                                                     uint32_t *kind_out);
 
 // For `QL_LOST`, why the lock was lost (`QL_LOST_EXPIRED`, ...); `QL_LOST_NONE` otherwise
 // and for NULL.
@@ -694,6 +743,21 @@ quorumlock_result quorumlock_lock_options_set_auto_extend(quorumlock_lock_option
 quorumlock_result quorumlock_lock_options_set_limits(quorumlock_lock_options *opts,
                                                      uint32_t max_extensions,
                                                      uint64_t max_hold_ms);
+
+// Uses `value` (`value_len` bytes, at least 16 printable ASCII characters, checked when
+// acquiring) as the lock value instead of a fresh random one per attempt, e.g. a value a
+// peer library chose. Generated values are safer (docs/REDLOCK.md §2.2). A NULL `value`
+// with length 0 goes back to generated values.
+//
+// Thread safety: options must not be changed from two threads at once.
+// Blocking: never blocks.
+//
+// # Safety
+// `opts` is NULL or live options; `value` has `value_len` readable bytes.
+quorumlock_result quorumlock_lock_options_set_value(quorumlock_lock_options *opts,
+                                                    const uint8_t *value,
+                                                    size_t value_len,
+                                                    quorumlock_error **err_out);
 
 // Sets the lost-lock callback (NULL removes it). For every lock acquired with these
 // options, it runs at most once, on an engine thread, when the lock is lost (never after a

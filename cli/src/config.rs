@@ -202,6 +202,22 @@ fn parse_file(path: &Path, text: &str) -> Result<Settings, CliError> {
     })
 }
 
+/// Puts back together the node URLs of a comma-split list: a piece without `://` continues
+/// the cluster URL before it (`redis+cluster://a:1,b:2` is one member with two seeds).
+fn join_cluster_seeds(pieces: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for piece in pieces.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        match out.last_mut() {
+            Some(last) if !piece.contains("://") && last.contains("+cluster://") => {
+                last.push(',');
+                last.push_str(piece);
+            }
+            _ => out.push(piece.to_owned()),
+        }
+    }
+    out
+}
+
 /// Merges the nodes given by flag or environment (`flag_nodes`, already split on commas)
 /// and the client flags with the config file: `config` when given (it must exist), else
 /// `./quorumlock.toml` when present. Nodes from the flag or environment replace the file's
@@ -233,12 +249,7 @@ pub(crate) fn load(
     if let Some(s) = &flags.eviction_check {
         settings.eviction_check = Some(parse_choice("--eviction-check", s, EVICTION_CHECK)?);
     }
-    let given: Vec<String> = flag_nodes
-        .iter()
-        .map(|s| s.trim())
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect();
+    let given = join_cluster_seeds(flag_nodes);
     if !given.is_empty() {
         settings.nodes = given;
     }
@@ -349,6 +360,23 @@ mod tests {
         assert!(unknown.is_some_and(|e| e.message.contains("q.toml")));
         let bad = parse_file(Path::new("q.toml"), "ttl = \"forever\"").err();
         assert!(bad.is_some_and(|e| e.message.contains("ttl in q.toml")));
+    }
+
+    #[test]
+    fn a_cluster_url_keeps_its_seeds_through_the_comma_split() {
+        let pieces: Vec<String> = [
+            "redis://a:1",
+            "redis+cluster://b:2",
+            "c:3",
+            " d:4",
+            "rediss://e:5",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            join_cluster_seeds(&pieces),
+            ["redis://a:1", "redis+cluster://b:2,c:3,d:4", "rediss://e:5"]
+        );
     }
 
     #[test]

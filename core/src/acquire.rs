@@ -24,7 +24,7 @@ use crate::cancel::CancelToken;
 use crate::client::Inner;
 use crate::clock::MonoTime;
 use crate::config::LockOptions;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, MAX_ATTEMPT_REPORTS, Result};
 use crate::fencing;
 use crate::lock::{Grant, Lock};
 use crate::metrics::ClientStats;
@@ -157,11 +157,25 @@ async fn cancelled(cancel: Option<&CancelToken>) {
 
 /// The `Cancelled` outcome, after the attempt's cleanup has finished (bounded by
 /// `node_timeout`), so a caller that exits right away leaves no key behind.
-async fn cancel_now(cleanup: Option<JoinHandle<()>>, attempts: u32) -> Error {
+async fn cancel_now(
+    cleanup: Option<JoinHandle<()>>,
+    attempts: u32,
+    history: &mut Vec<Report>,
+) -> Error {
     if let Some(c) = cleanup {
         let _ = c.await;
     }
-    Error::new(ErrorKind::Cancelled, "the acquisition was cancelled").with_attempts(attempts)
+    Error::new(ErrorKind::Cancelled, "the acquisition was cancelled")
+        .with_attempts(attempts)
+        .with_history(std::mem::take(history))
+}
+
+/// Keeps the report of a failed attempt, dropping the oldest beyond the cap.
+fn remember(history: &mut Vec<Report>, report: &Report) {
+    if history.len() >= MAX_ATTEMPT_REPORTS {
+        history.remove(0);
+    }
+    history.push(report.clone());
 }
 
 /// One acquire call: the attempts of [`attempts`], counted in the client's metrics.
@@ -215,6 +229,7 @@ async fn attempts(
     // Created at the first wait (once per call); listening ends with the call
     // (REDLOCK.md §9).
     let mut listener: Option<Listener> = None;
+    let mut history: Vec<Report> = Vec::new();
     loop {
         attempt = attempt.saturating_add(1);
         ClientStats::bump(&inner.stats.attempts);
@@ -229,7 +244,10 @@ async fn attempts(
         let guard = CleanupGuard {
             inner: inner.clone(),
             keys: keys.clone(),
-            value: Some(value::fresh()?.into()),
+            value: Some(match &opts.value {
+                Some(given) => given.as_str().into(),
+                None => value::fresh()?.into(),
+            }),
             timeout: node_timeout,
         };
         let value: Arc<str> = guard.value.clone().unwrap_or_else(|| Arc::from(""));
@@ -257,7 +275,7 @@ async fn attempts(
         let round = tokio::select! {
             biased;
             round = round => round,
-            () = cancelled(cancel) => return Err(cancel_now(guard.spawn(), attempt).await),
+            () = cancelled(cancel) => return Err(cancel_now(guard.spawn(), attempt, &mut history).await),
         };
         let mut round = round;
         let votes = round.count(NodeKind::Ok);
@@ -305,6 +323,7 @@ async fn attempts(
         };
         let mut cleanup = guard.spawn_after(&round);
         let report = round.into_report();
+        remember(&mut history, &report);
         let error = Error::new(kind, failure_message(kind, votes, q, v, &report))
             .with_attempts(attempt)
             .with_validity_us(v)
@@ -319,7 +338,7 @@ async fn attempts(
             .is_some_and(|w| (MonoTime::now() - start) + delay > w);
         if attempt > opts.retry_count || out_of_budget {
             settle(&mut cleanup).await;
-            return Err(error);
+            return Err(error.with_history(history));
         }
         let mut vacant = false;
         if attempt == 1
@@ -336,7 +355,7 @@ async fn attempts(
                     let vacant = l.is_some() && vacant_on_quorum(inner, &keys, node_timeout).await;
                     (l, vacant)
                 } => (listener, vacant) = (l, v),
-                () = cancelled(cancel) => return Err(cancel_now(cleanup, attempt).await),
+                () = cancelled(cancel) => return Err(cancel_now(cleanup, attempt, &mut history).await),
             }
         }
         if !vacant {
@@ -349,7 +368,7 @@ async fn attempts(
             let woke = tokio::select! {
                 () = tokio::time::sleep(delay) => false,
                 () = released => true,
-                () = cancelled(cancel) => return Err(cancel_now(cleanup, attempt).await),
+                () = cancelled(cancel) => return Err(cancel_now(cleanup, attempt, &mut history).await),
             };
             if woke {
                 ClientStats::bump(&inner.stats.wakeups);
@@ -365,7 +384,7 @@ async fn attempts(
                 let spread = Duration::from_micros(value::jitter(cap));
                 tokio::select! {
                     () = tokio::time::sleep(spread) => {}
-                    () = cancelled(cancel) => return Err(cancel_now(cleanup, attempt).await),
+                    () = cancelled(cancel) => return Err(cancel_now(cleanup, attempt, &mut history).await),
                 }
             }
         }
@@ -411,8 +430,17 @@ fn failure_message(kind: ErrorKind, votes: usize, q: usize, v: i64, report: &Rep
             "the resource is held by another owner on {} of {n} nodes",
             report.count(NodeKind::HeldByOther)
         ),
-        _ => format!(
-            "only {votes} of {n} nodes voted for, {q} needed; node errors blocked the quorum"
-        ),
+        _ => {
+            let mut text = format!(
+                "only {votes} of {n} nodes voted for, {q} needed; node errors blocked the quorum"
+            );
+            let quarantined = report.count(NodeKind::Quarantined);
+            if quarantined > 0 {
+                text.push_str(&format!(
+                    " ({quarantined} in restart quarantine: nodes without durable writes are counted only after max_ttl + quarantine_margin of uptime, so a restart cannot hand out a lock twice; make them durable with appendonly yes + appendfsync always, set quarantine off for test set-ups, or wait)"
+                ));
+            }
+            text
+        }
     }
 }

@@ -164,7 +164,10 @@ async fn describe(node: Arc<Node>) -> Result<NodeInfo, NodeFailure> {
         persistence,
         ..NodeInfo::default()
     };
-    n.warnings = warnings(&n, info.get("cluster_enabled").is_some_and(|v| v == "1"));
+    // A cluster member's INFO is its first primary's; one node of a cluster alone is wrong.
+    let lone_cluster_node =
+        !node.is_cluster() && info.get("cluster_enabled").is_some_and(|v| v == "1");
+    n.warnings = warnings(&n, lone_cluster_node);
     Ok(n)
 }
 
@@ -175,7 +178,7 @@ fn warnings(n: &NodeInfo, cluster: bool) -> Vec<String> {
     }
     if cluster {
         w.push(
-            "cluster mode is enabled; Redis Cluster endpoints are not supported as lock nodes"
+            "cluster mode is enabled: list the whole cluster as one member, redis+cluster://host:port,host:port,..."
                 .to_owned(),
         );
     }

@@ -1,7 +1,6 @@
 //! The client: N independent Redis masters, their connections, the timing settings, and the
 //! entry point of every operation.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,9 +13,10 @@ use crate::lock::Lock;
 use crate::metrics::{ClientStats, Metrics};
 use crate::node::notify::Notifier;
 use crate::node::probe::Checks;
-use crate::node::{Node, RunIds};
+use crate::node::{Node, RunIds, Target, target};
 use crate::quorum::{self, Decide};
 use crate::report::{NodeKind, NodeResult, Report};
+use crate::warning::{Warner, Warning, WarningHook, WarningKind};
 
 /// What every operation of a client shares.
 pub(crate) struct Inner {
@@ -120,6 +120,7 @@ pub struct ClientBuilder {
     eviction_check: EvictionCheck,
     notify: bool,
     reprobe_every: Duration,
+    on_warning: Option<WarningHook>,
 }
 
 impl Default for ClientBuilder {
@@ -139,13 +140,17 @@ impl Default for ClientBuilder {
             eviction_check: EvictionCheck::default(),
             notify: true,
             reprobe_every: config::DEFAULT_REPROBE_EVERY,
+            on_warning: None,
         }
     }
 }
 
 impl ClientBuilder {
     /// Adds a node by URL: `redis://[user:password@]host:port[/db]`, `rediss://...` for TLS,
-    /// `?protocol=resp3` for RESP3.
+    /// `?protocol=resp3` for RESP3. A Redis Cluster is one member:
+    /// `redis+cluster://[user:password@]host:port,host:port,...` (`rediss+cluster://` for
+    /// TLS) lists some of its nodes; keys route by hash slot, and the member votes for a lock
+    /// only when every resource's primary accepted it.
     pub fn node(mut self, url: impl Into<String>) -> Self {
         self.nodes.push(NodeSpec::Url(url.into()));
         self
@@ -246,7 +251,18 @@ impl ClientBuilder {
         self
     }
 
-    fn check(&self) -> Result<(Timing, Vec<redis::Client>)> {
+    /// Calls `hook` with each [`Warning`] (once per kind and node), besides logging it as a
+    /// `tracing` warning: a node counted without durable writes while the quarantine is off,
+    /// one server listed twice, `INFO` refused, an evicting node with `EvictionCheck::Warn`,
+    /// release notification denied. The hook runs on the client's runtime and must not block.
+    pub fn on_warning(mut self, hook: impl Fn(&Warning) + Send + Sync + 'static) -> Self {
+        self.on_warning = Some(Arc::new(hook));
+        self
+    }
+
+    /// Validates the settings; returns the timing, one client per distinct server and the
+    /// warnings about servers listed more than once (the later entries are dropped).
+    fn check(&self) -> Result<(Timing, Vec<Target>, Vec<Warning>)> {
         if self.nodes.is_empty() {
             return Err(Error::invalid("at least one node is required"));
         }
@@ -262,20 +278,28 @@ impl ClientBuilder {
         if self.connect_timeout.is_zero() {
             return Err(Error::invalid("connect_timeout must be positive"));
         }
-        let mut clients = Vec::with_capacity(self.nodes.len());
-        let mut seen = HashSet::new();
+        let mut targets: Vec<Target> = Vec::with_capacity(self.nodes.len());
+        let mut warnings = Vec::new();
         for (i, spec) in self.nodes.iter().enumerate() {
-            let client = match spec {
-                NodeSpec::Client(c) => (**c).clone(),
-                NodeSpec::Url(url) => parse_url(i, url)?,
+            let target = match spec {
+                NodeSpec::Client(c) => Target::Single((**c).clone()),
+                NodeSpec::Url(url) => parse_url(i, url, self.connect_timeout)?,
             };
-            let address = crate::node::display_address(&client);
-            if !seen.insert(address.clone()) {
-                return Err(Error::invalid(format!(
-                    "node #{i} ({address}) is listed twice; every node must be a separate server"
-                )));
+            let servers = target.servers();
+            let same = |t: &Target| t.servers().iter().any(|s| servers.contains(s));
+            if let Some(first) = targets.iter().position(same) {
+                warnings.push(Warning::new(
+                    WarningKind::DuplicateNode,
+                    None,
+                    format!(
+                        "entry #{i} ({}) is the same server as node #{first} ({}) and counts once, as node #{first}; list each server once (db 0 and db 1 of one server are one master, not two)",
+                        target.display(),
+                        targets[first].display()
+                    ),
+                ));
+                continue;
             }
-            clients.push(client);
+            targets.push(target);
         }
         let timing = Timing {
             drift_factor: self.drift_factor,
@@ -284,7 +308,7 @@ impl ClientBuilder {
             quarantine_period: self.max_ttl + self.quarantine_margin,
         };
         timing.check(&self.defaults, self.defaults.ttl)?;
-        Ok((timing, clients))
+        Ok((timing, targets, warnings))
     }
 
     /// Validates the configuration, opens one connection per node (in parallel, waiting up
@@ -298,7 +322,7 @@ impl ClientBuilder {
     /// [`require_quorum`](Self::require_quorum), `Connection`, `Auth`, `Timeout`, ... when
     /// fewer than a quorum of nodes connected, with the per-node report.
     pub async fn connect(self) -> Result<Client> {
-        let (timing, clients) = self.check()?;
+        let (timing, targets, warnings) = self.check()?;
         let runtime = Handle::try_current().map_err(|_| {
             Error::invalid(
                 "Client::connect must run inside a tokio runtime (or use quorumlock::blocking)",
@@ -310,9 +334,13 @@ impl ClientBuilder {
             quarantine_period: timing.quarantine_period,
             eviction: self.eviction_check,
             reprobe_every: self.reprobe_every,
+            warner: Warner::new(self.on_warning),
         });
-        let run_ids = Arc::new(RunIds::new(clients.len()));
-        let nodes: Vec<Arc<Node>> = clients
+        for w in warnings {
+            checks.warner.warn(w);
+        }
+        let run_ids = Arc::new(RunIds::new(targets.len()));
+        let nodes: Vec<Arc<Node>> = targets
             .into_iter()
             .enumerate()
             .map(|(i, c)| Node::new(i, c, checks.clone(), run_ids.clone(), runtime.clone()))
@@ -355,7 +383,12 @@ impl ClientBuilder {
     }
 }
 
-fn parse_url(i: usize, url: &str) -> Result<redis::Client> {
+fn parse_url(i: usize, url: &str, connect_timeout: Duration) -> Result<Target> {
+    match target::parse_cluster(url, connect_timeout) {
+        Ok(Some(cluster)) => return Ok(cluster),
+        Ok(None) => {}
+        Err(e) => return Err(Error::invalid(format!("node #{i}: {e}"))),
+    }
     let lower = url.to_ascii_lowercase();
     if ![
         "redis://",
@@ -369,10 +402,10 @@ fn parse_url(i: usize, url: &str) -> Result<redis::Client> {
     .any(|s| lower.starts_with(s))
     {
         return Err(Error::invalid(format!(
-            "node #{i}: a node URL must start with redis://, rediss:// or unix://"
+            "node #{i}: a node URL must start with redis://, rediss://, unix:// or redis+cluster://"
         )));
     }
-    redis::Client::open(url).map_err(|e| {
+    redis::Client::open(url).map(Target::Single).map_err(|e| {
         // The redis error never echoes the URL, so no credentials leak here.
         Error::invalid(format!("node #{i}: invalid node URL ({e})"))
     })
@@ -535,12 +568,57 @@ impl Client {
         crate::acquire::acquire(&self.inner, resources, opts.clone(), Some(cancel)).await
     }
 
+    /// Extends the given resources to `ttl` on every node where they hold `value` (a value
+    /// taken from a [`Lock::value`], possibly in another process, or a peer library's value
+    /// during a migration) and returns the validity left. Like [`Lock::extend`], keys are
+    /// only lengthened, never re-created. Unlike it, there is no local deadline to check:
+    /// prefer `Lock::extend` when you have the lock.
+    ///
+    /// # Errors
+    /// `Lost` when the keys are gone or held by another value on too many nodes,
+    /// `QuorumNotReached` or `ValidityTooShort` (nothing changed), `InvalidArgument` for an
+    /// empty resource set, a bad ttl, or a value shorter than 16 printable characters.
+    pub async fn extend_value<I, R>(
+        &self,
+        resources: I,
+        value: &str,
+        ttl: Duration,
+    ) -> Result<Duration>
+    where
+        I: IntoIterator<Item = R>,
+        R: AsRef<[u8]>,
+    {
+        self.inner.check_process()?;
+        crate::value::check_given(value)?;
+        let opts = &self.inner.defaults;
+        let ttl_ms = self.inner.timing.check(opts, ttl)?;
+        let resources = config::normalize_resources(resources)?;
+        let keys: Arc<[Vec<u8>]> = resources.iter().map(|r| self.inner.key(r)).collect();
+        let value: Arc<str> = Arc::from(value);
+        let t1 = crate::clock::MonoTime::now();
+        let round = quorum::round(
+            &self.inner.nodes,
+            opts.effective_node_timeout(ttl),
+            Decide::AtQuorum,
+            |node| {
+                let (keys, value) = (keys.clone(), value.clone());
+                async move { node.extend(&keys, &value, ttl_ms).await }
+            },
+        )
+        .await;
+        let elapsed = crate::clock::MonoTime::now() - t1;
+        match crate::lock::verdict(&self.inner, opts, round, ttl, elapsed) {
+            crate::lock::Verdict::Extended(validity) => Ok(validity),
+            crate::lock::Verdict::Lost(e) | crate::lock::Verdict::Failed(e) => Err(e),
+        }
+    }
+
     /// Releases the given resources on every node where they hold `value` (a value taken
     /// from a [`Lock::value`], possibly in another process). Never touches keys holding
     /// another value.
     ///
     /// # Errors
-    /// `InvalidArgument` for an empty resource set or a value shorter than 32 hex
+    /// `InvalidArgument` for an empty resource set or a value shorter than 16 printable
     /// characters. Node failures appear in the report, not as errors.
     pub async fn release_value<I, R>(&self, resources: I, value: &str) -> Result<Report>
     where

@@ -99,6 +99,7 @@ pub struct LockOptions {
     pub(crate) max_hold: Option<Duration>,
     pub(crate) fenced: bool,
     pub(crate) fence_counter_ttl: Option<Duration>,
+    pub(crate) value: Option<String>,
 }
 
 impl Default for LockOptions {
@@ -117,6 +118,7 @@ impl Default for LockOptions {
             max_hold: None,
             fenced: false,
             fence_counter_ttl: None,
+            value: None,
         }
     }
 }
@@ -199,6 +201,23 @@ impl LockOptions {
         self.fence_counter_ttl = Some(d);
         self
     }
+    /// Use this lock value instead of a fresh random one per attempt (at least 16 printable
+    /// ASCII characters), for compatibility layers whose users choose it (aioredlock's
+    /// `lock_identifier`). Generated values are safer: see `docs/REDLOCK.md` §2.2.
+    pub fn value(mut self, value: impl Into<String>) -> Self {
+        self.value = Some(value.into());
+        self
+    }
+    /// Back to a fresh random value per attempt (the default).
+    pub fn without_value(mut self) -> Self {
+        self.value = None;
+        self
+    }
+    /// The caller's lock value, if one was given.
+    pub fn get_value(&self) -> Option<&str> {
+        self.value.as_deref()
+    }
+
     /// Whether acquisitions are fenced.
     pub fn get_fenced(&self) -> bool {
         self.fenced
@@ -306,6 +325,9 @@ impl Timing {
                 "fence_counter_ttl {c:?} must be at least max_ttl + quarantine_margin ({:?})",
                 self.quarantine_period
             )));
+        }
+        if let Some(v) = &opts.value {
+            crate::value::check_given(v)?;
         }
         if opts.auto_extend && opts.effective_extend_interval(ttl).is_zero() {
             return Err(Error::invalid("extend_interval must be positive"));

@@ -142,7 +142,12 @@ pub struct Error {
     validity_us: Option<i64>,
     lost_reason: Option<LostReason>,
     report: Report,
+    /// Boxed, not a `Vec`: it keeps `Error` small on every `Result` path.
+    history: Box<[Report]>,
 }
+
+/// How many attempt reports an error keeps (the most recent ones).
+pub const MAX_ATTEMPT_REPORTS: usize = 64;
 
 impl Error {
     pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
@@ -153,6 +158,7 @@ impl Error {
             validity_us: None,
             lost_reason: None,
             report: Report::default(),
+            history: Box::default(),
         }
     }
 
@@ -162,6 +168,12 @@ impl Error {
 
     pub(crate) fn with_report(mut self, report: Report) -> Self {
         self.report = report;
+        self
+    }
+
+    /// The per-node reports of the attempts, oldest first (the last one is `report`).
+    pub(crate) fn with_history(mut self, history: Vec<Report>) -> Self {
+        self.history = history.into_boxed_slice();
         self
     }
 
@@ -217,6 +229,13 @@ impl Error {
     /// One entry per configured node (empty when nothing was sent).
     pub fn report(&self) -> &Report {
         &self.report
+    }
+
+    /// For a failed acquisition, the per-node report of each attempt, oldest first: the last
+    /// is [`report`](Self::report) unless the call was cancelled between attempts. At most
+    /// [`MAX_ATTEMPT_REPORTS`] (the most recent); empty when nothing was sent.
+    pub fn attempt_reports(&self) -> &[Report] {
+        &self.history
     }
 
     /// True for [`ErrorKind::Busy`].
@@ -294,6 +313,7 @@ impl fmt::Debug for Error {
             .field("validity_us", &self.validity_us)
             .field("lost_reason", &self.lost_reason)
             .field("report", &self.report)
+            .field("attempt_reports", &self.history.len())
             .finish()
     }
 }

@@ -39,6 +39,7 @@ mod quorum;
 mod report;
 pub mod runtime;
 mod value;
+mod warning;
 mod watchdog;
 
 pub use admin::{Holding, Inspection, NodeInfo};
@@ -51,11 +52,12 @@ pub use config::{
     DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER, DEFAULT_TTL, EvictionCheck, KeyFormat, LockOptions,
     MAX_RESOURCE_LEN, Quarantine, default_node_timeout,
 };
-pub use error::{Error, ErrorKind, LostReason, Result};
+pub use error::{Error, ErrorKind, LostReason, MAX_ATTEMPT_REPORTS, Result};
 pub use lock::{Lock, LostSignal};
 pub use metrics::{Histogram, LATENCY_BOUNDS_US, Metrics, NodeMetrics, OpMetrics};
 pub use report::{NodeCategory, NodeKind, NodeResult, Report};
-pub use value::{MIN_GIVEN_HEX, VALUE_BYTES};
+pub use value::{MIN_GIVEN_LEN, VALUE_BYTES};
+pub use warning::{Warning, WarningHook, WarningKind};
 
 /// FENCE-CHECK, a Lua script for a protected resource kept in Redis (REDLOCK.md §7.9):
 /// `EVAL <script> 1 <fence key> <token>` returns 1 and stores the token when it is at least

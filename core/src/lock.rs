@@ -371,25 +371,54 @@ async fn extend_once(shared: &Shared, ttl: Duration) -> Result<()> {
     })
     .await;
     let t2 = MonoTime::now();
-    let report_of = |round: quorum::Round| round.into_report();
     if t2 >= valid_until {
-        return Err(expired(shared, report_of(round)));
+        return Err(expired(shared, round.into_report()));
     }
-    let drift = g.inner.timing.drift(ttl);
-    let v = quorum::validity_us(ttl, t2 - t1, drift);
-    let min_v = i64::try_from(g.opts.effective_min_validity(ttl).as_micros()).unwrap_or(i64::MAX);
-    let (n, q) = (g.inner.nodes.len(), g.inner.quorum());
+    match verdict(&g.inner, &g.opts, round, ttl, t2 - t1) {
+        Verdict::Extended(_) => {
+            let drift = g.inner.timing.drift(ttl);
+            let mut st = lock_state(shared);
+            if matches!(st.phase, Phase::Held) {
+                st.valid_until = st.valid_until.max(t1 + (ttl - drift));
+                st.renewed_at = t1;
+                st.extensions += 1;
+            }
+            Ok(())
+        }
+        Verdict::Lost(e) => {
+            mark_lost(shared, &e);
+            Err(e)
+        }
+        Verdict::Failed(e) => Err(e),
+    }
+}
+
+/// What an extend round means.
+pub(crate) enum Verdict {
+    /// A quorum extended, with this much validity left.
+    Extended(Duration),
+    /// The keys are gone or taken on too many nodes for a quorum ever to extend again.
+    Lost(Error),
+    /// Not this time (node errors, or too little validity); nothing changed.
+    Failed(Error),
+}
+
+/// Judges an extend round that took `elapsed` (REDLOCK.md §5).
+pub(crate) fn verdict(
+    inner: &Inner,
+    opts: &LockOptions,
+    round: quorum::Round,
+    ttl: Duration,
+    elapsed: Duration,
+) -> Verdict {
+    let v = quorum::validity_us(ttl, elapsed, inner.timing.drift(ttl));
+    let min_v = i64::try_from(opts.effective_min_validity(ttl).as_micros()).unwrap_or(i64::MAX);
+    let (n, q) = (inner.nodes.len(), inner.quorum());
     let ok = round.count(NodeKind::Ok);
     let held = round.count(NodeKind::HeldByOther);
     let gone = round.count(NodeKind::NotHeld) + held;
     if ok >= q && v > 0 && v >= min_v {
-        let mut st = lock_state(shared);
-        if matches!(st.phase, Phase::Held) {
-            st.valid_until = st.valid_until.max(t1 + (ttl - drift));
-            st.renewed_at = t1;
-            st.extensions += 1;
-        }
-        return Ok(());
+        return Verdict::Extended(Duration::from_micros(v.unsigned_abs()));
     }
     if gone > n - q {
         let (reason, text) = if held > 0 {
@@ -400,23 +429,23 @@ async fn extend_once(shared: &Shared, ttl: Duration) -> Result<()> {
                 "the lock's keys are gone from a majority of nodes",
             )
         };
-        let e = Error::lost(reason, text, report_of(round));
-        mark_lost(shared, &e);
-        return Err(e);
+        return Verdict::Lost(Error::lost(reason, text, round.into_report()));
     }
     let kind = if ok >= q {
         ErrorKind::ValidityTooShort
     } else {
         ErrorKind::QuorumNotReached
     };
-    Err(Error::new(
-        kind,
-        format!(
-            "extend reached {ok} of {n} nodes ({q} needed); the previous deadline stays in force"
-        ),
+    Verdict::Failed(
+        Error::new(
+            kind,
+            format!(
+                "extend reached {ok} of {n} nodes ({q} needed); the previous deadline stays in force"
+            ),
+        )
+        .with_validity_us(v)
+        .with_report(round.into_report()),
     )
-    .with_validity_us(v)
-    .with_report(report_of(round)))
 }
 
 async fn release(shared: &Shared) -> Result<Report> {

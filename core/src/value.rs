@@ -7,8 +7,11 @@ use crate::error::{Error, Result};
 /// Bytes of entropy in a generated lock value.
 pub const VALUE_BYTES: usize = 20;
 
-/// Minimum hex length of a value given by the caller (16 bytes of entropy).
-pub const MIN_GIVEN_HEX: usize = 32;
+/// Minimum length of a value given by the caller: 16 printable ASCII characters. The peer
+/// libraries' values pass (22 alphanumerics in redlock-py, a UUID in aioredlock, 32 hex
+/// characters in node-redlock), so their locks can be released or extended by value during a
+/// migration.
+pub const MIN_GIVEN_LEN: usize = 16;
 
 /// Draws a fresh value from the OS CSPRNG.
 pub(crate) fn fresh() -> Result<String> {
@@ -28,12 +31,13 @@ fn hex(bytes: &[u8]) -> String {
     s
 }
 
-/// Checks a value given by the caller (release or extend by value): at least
-/// [`MIN_GIVEN_HEX`] hex characters.
+/// Checks a value given by the caller (acquire, release or extend by value): at least
+/// [`MIN_GIVEN_LEN`] printable ASCII characters, no spaces.
 pub(crate) fn check_given(value: &str) -> Result<()> {
-    if value.len() < MIN_GIVEN_HEX || !value.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if value.len() < MIN_GIVEN_LEN || !value.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(Error::invalid(format!(
-            "a lock value must be at least {MIN_GIVEN_HEX} hex characters (16 bytes of entropy)"
+            "a lock value must be at least {MIN_GIVEN_LEN} printable ASCII characters without spaces (got {} bytes)",
+            value.len()
         )));
     }
     Ok(())
@@ -71,7 +75,9 @@ mod tests {
     #[test]
     fn given_values_need_entropy() {
         assert!(check_given("abc").is_err());
-        assert!(check_given(&"g".repeat(40)).is_err());
+        assert!(check_given(&"g ".repeat(20)).is_err());
+        assert!(check_given("\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}").is_err());
+        assert!(check_given(&"g".repeat(16)).is_ok());
         assert!(check_given(&"a".repeat(32)).is_ok());
     }
 

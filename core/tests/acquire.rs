@@ -67,6 +67,16 @@ async fn busy_lock_is_reported_as_busy_with_node_detail() {
         .retry_jitter(Duration::from_millis(5));
     let e = client.acquire_with(["r"], &opts).await.unwrap_err();
     assert_eq!(e.attempts(), 3);
+    // One report per attempt, each of its own round; the last is the final report.
+    assert_eq!(e.attempt_reports().len(), 3);
+    for r in e.attempt_reports() {
+        assert_eq!(r.nodes().len(), 5);
+        assert!(r.count(NodeKind::HeldByOther) >= 3, "{r}");
+    }
+    assert_eq!(
+        e.attempt_reports().last().map(ToString::to_string),
+        Some(e.report().to_string())
+    );
     held.release().await.unwrap();
     lock_and_release(&client, "r").await;
 }

@@ -240,3 +240,50 @@ async fn plain_lock_signals_loss_at_its_deadline() {
     assert!(quorumlock::MonoTime::now() >= lock.valid_until());
     assert!(quorumlock::MonoTime::now() - t0 < Duration::from_millis(600));
 }
+
+#[tokio::test]
+async fn extend_and_release_by_a_given_value() {
+    let c = cluster(3);
+    let client = client(&c).await;
+    // A caller-chosen value (aioredlock's lock_identifier is a UUID) is stored as given.
+    let id = "6f1c9a52-0d3e-4b8e-9a77-3c2d1e0f4a5b";
+    let lock = client
+        .acquire_with(["v"], &opts(2_000).value(id))
+        .await
+        .unwrap();
+    assert_eq!(lock.value(), id);
+    assert_eq!(holders(&c, &client.key("v"), id), 3);
+    // Another process extends by value: keys are lengthened on every node.
+    let left = client
+        .extend_value(["v"], id, Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert!(left > Duration::from_secs(19), "{left:?}");
+    let pttl = c.command(0, &[b"PTTL", &client.key("v")]).unwrap();
+    assert!(pttl.as_int().unwrap() > 10_000, "{pttl:?}");
+    // A wrong value is refused as lost (held by another value) and changes nothing.
+    let e = client
+        .extend_value(["v"], "someone-else-entirely", Duration::from_secs(30))
+        .await
+        .unwrap_err();
+    assert_eq!(e.lost_reason(), Some(LostReason::Taken), "{e}");
+    assert!(
+        client
+            .release_value(["v"], id)
+            .await
+            .unwrap()
+            .was_held_by_quorum()
+    );
+    // Gone keys are never re-created by an extend.
+    let e = client
+        .extend_value(["v"], id, Duration::from_secs(5))
+        .await
+        .unwrap_err();
+    assert_eq!(e.lost_reason(), Some(LostReason::Expired), "{e}");
+    assert_eq!(present(&c, &client.key("v")), 0);
+    drop(lock);
+    let bad = client
+        .acquire_with(["v"], &opts(2_000).value("short"))
+        .await;
+    assert_eq!(bad.unwrap_err().kind(), ErrorKind::InvalidArgument);
+}

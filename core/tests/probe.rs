@@ -8,7 +8,9 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use quorumlock::{Client, EvictionCheck, NodeKind, Quarantine};
+use std::sync::{Arc, Mutex};
+
+use quorumlock::{Client, EvictionCheck, NodeKind, Quarantine, Warning, WarningKind};
 
 fn builder(c: &Cluster) -> quorumlock::ClientBuilder {
     Client::builder().nodes(c.urls()).lock_options(opts(1_000))
@@ -170,22 +172,96 @@ async fn replicas_are_refused_as_read_only() {
     assert!(e.is_quorum_not_reached());
 }
 
+/// A client whose warnings land in a shared list.
+fn collecting(
+    b: quorumlock::ClientBuilder,
+) -> (quorumlock::ClientBuilder, Arc<Mutex<Vec<Warning>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    (
+        b.on_warning(move |w| sink.lock().unwrap().push(w.clone())),
+        seen,
+    )
+}
+
+fn kinds(seen: &Mutex<Vec<Warning>>) -> Vec<WarningKind> {
+    seen.lock().unwrap().iter().map(Warning::kind).collect()
+}
+
 #[tokio::test]
-async fn one_server_listed_twice_is_left_out_as_duplicate() {
+async fn one_server_listed_twice_counts_once_with_a_warning() {
     let c = cluster(2);
+    // The same address with another db: one server, dropped at build time.
     let urls = vec![
         format!("{}/0", c.url(0)),
         format!("{}/1", c.url(0)),
         c.url(1),
     ];
-    let client = Client::builder()
-        .nodes(urls)
-        .lock_options(opts(1_000))
-        .connect()
-        .await
+    let (b, seen) = collecting(Client::builder().nodes(urls).lock_options(opts(1_000)));
+    let client = b.connect().await.unwrap();
+    assert_eq!(client.node_count(), 2);
+    assert_eq!(kinds(&seen), vec![WarningKind::DuplicateNode]);
+    lock_and_release(&client, "dup").await;
+    // Another name for the same server: found by run_id, the later entry does not count.
+    let alias = c.url(0).replace("127.0.0.1", "localhost");
+    let urls = vec![c.url(0), c.url(1), alias];
+    let (b, seen) = collecting(Client::builder().nodes(urls).lock_options(opts(1_000)));
+    let client = b.connect().await.unwrap();
+    let lock = client.acquire(["dup"]).await.unwrap();
+    let r = lock.report().clone();
+    assert_eq!(r.nodes()[2].kind, NodeKind::Duplicate, "{r}");
+    assert_eq!(r.count(NodeKind::Ok), 2, "{r}");
+    lock.release().await.unwrap();
+    assert!(kinds(&seen).contains(&WarningKind::DuplicateNode));
+    assert_eq!(
+        kinds(&seen)
+            .iter()
+            .filter(|k| **k == WarningKind::DuplicateNode)
+            .count(),
+        1,
+        "warned once"
+    );
+}
+
+#[tokio::test]
+async fn quarantine_off_warns_once_per_non_durable_node() {
+    let c = Cluster::builder()
+        .nodes(3)
+        .persist(Persist::None)
+        .start()
         .unwrap();
-    let e = client.acquire(["dup"]).await.unwrap_err();
-    assert_eq!(e.report().count(NodeKind::Duplicate), 2, "{e}");
+    let (b, seen) = collecting(builder(&c).quarantine(Quarantine::Off));
+    let client = b.connect().await.unwrap();
+    lock_and_release(&client, "w").await;
+    lock_and_release(&client, "w").await;
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    for w in &seen {
+        assert_eq!(w.kind(), WarningKind::NotDurable);
+        assert!(w.message().contains("appendfsync always"), "{w}");
+        assert!(w.node().is_some() && w.address().is_some());
+    }
+    // Durable nodes give no such warning.
+    let d = cluster(3);
+    let (b, seen) = collecting(builder(&d).quarantine(Quarantine::Off));
+    let client = b.connect().await.unwrap();
+    lock_and_release(&client, "w").await;
+    assert!(kinds(&seen).is_empty());
+}
+
+#[tokio::test]
+async fn the_quarantine_error_names_its_remedies() {
+    let c = Cluster::builder()
+        .nodes(3)
+        .persist(Persist::None)
+        .start()
+        .unwrap();
+    let client = builder(&c).connect().await.unwrap();
+    let e = client.acquire(["q"]).await.unwrap_err();
+    let text = e.to_string();
+    for remedy in ["appendfsync always", "quarantine off", "restart quarantine"] {
+        assert!(text.contains(remedy), "{remedy:?} missing: {text}");
+    }
 }
 
 /// kill -9 and an immediate restart without persistence: with the quarantine off another

@@ -1,11 +1,12 @@
 //! The configuration builder and the client handle.
 
+use std::ffi::c_void;
 use std::time::Duration;
 
 use quorumlock::{EvictionCheck, Quarantine, blocking};
 
 use crate::error::{Error, QlResult};
-use crate::ffi::{self, Out};
+use crate::ffi::{self, OnWarning, Out, WarningCallback};
 use crate::lock::LockOptions;
 use crate::panic::ffi_panic_boundary;
 
@@ -23,6 +24,7 @@ pub struct Config {
     quarantine: Quarantine,
     quarantine_margin: Duration,
     eviction_check: EvictionCheck,
+    on_warning: Option<OnWarning>,
     defaults: LockOptions,
 }
 
@@ -55,6 +57,7 @@ pub unsafe extern "C" fn quorumlock_config_new(out: *mut *mut Config) -> QlResul
             quarantine: Quarantine::On,
             quarantine_margin: quorumlock::DEFAULT_QUARANTINE_MARGIN,
             eviction_check: EvictionCheck::Refuse,
+            on_warning: None,
             defaults: LockOptions::default(),
         }));
         Ok(())
@@ -208,6 +211,31 @@ pub unsafe extern "C" fn quorumlock_config_set_notify(cfg: *mut Config, on: bool
     })
 }
 
+/// Calls `callback(userdata, code, node, message)` with each warning of the client, once per
+/// kind and node: a node counted without durable writes while the quarantine is off
+/// (`QL_W_NOT_DURABLE`), one server listed twice, counted once (`QL_W_DUPLICATE_NODE`),
+/// `INFO` refused, an evicting node with `QL_EVICTION_WARN`, release notification denied.
+/// NULL turns it off (warnings then go only to the engine's log).
+///
+/// Thread safety: a configuration must not be changed from two threads at once. The
+/// callback runs on an engine thread, must be callable from any thread, must not block, and
+/// `userdata` must stay valid until the client is freed.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `cfg` is NULL or a live configuration; `callback` is NULL or a function of this type.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_config_set_warning_callback(
+    cfg: *mut Config,
+    callback: WarningCallback,
+    userdata: *mut c_void,
+) -> QlResult {
+    ffi_panic_boundary!(std::ptr::null_mut() => {
+        ffi::handle_mut(cfg, "cfg")?.on_warning = OnWarning::new(callback, userdata);
+        Ok(())
+    })
+}
+
 /// Restart quarantine modes (`quorumlock_config_set_quarantine`); numbers are stable.
 #[repr(u32)]
 #[allow(non_camel_case_types)]
@@ -332,7 +360,7 @@ pub unsafe extern "C" fn quorumlock_client_new(
     ffi_panic_boundary!(err_out => {
         let cfg = ffi::handle(cfg, "cfg")?;
         let out = Out::new(out, "out")?;
-        let builder = quorumlock::Client::builder()
+        let mut builder = quorumlock::Client::builder()
             .nodes(cfg.nodes.iter().cloned())
             .drift_factor(cfg.drift_factor)
             .drift_constant(cfg.drift_constant)
@@ -345,6 +373,9 @@ pub unsafe extern "C" fn quorumlock_client_new(
             .quarantine_margin(cfg.quarantine_margin)
             .eviction_check(cfg.eviction_check)
             .lock_options(cfg.defaults.inner.clone());
+        if let Some(hook) = cfg.on_warning {
+            builder = builder.on_warning(move |w| hook.call(w));
+        }
         let inner = blocking::Client::from_builder(builder)?;
         out.write(ffi::into_raw(Client {
             inner,

@@ -167,7 +167,8 @@ pub const QL_NO_LATENCY: u64 = u64::MAX;
 pub struct Error {
     code: QlResult,
     message: String,
-    source: Option<quorumlock::Error>,
+    /// Boxed: it keeps `Result<_, Error>` small on every FFI call.
+    source: Option<Box<quorumlock::Error>>,
 }
 
 impl Error {
@@ -200,7 +201,7 @@ impl Error {
     pub(crate) fn lost_reason(&self) -> u32 {
         let reason = self
             .source
-            .as_ref()
+            .as_deref()
             .and_then(quorumlock::Error::lost_reason);
         match reason {
             Some(LostReason::Expired) => LostReasonCode::QL_LOST_EXPIRED as u32,
@@ -223,7 +224,7 @@ impl From<quorumlock::Error> for Error {
         Self {
             code: QlResult::of(e.kind()),
             message: e.to_string(),
-            source: Some(e),
+            source: Some(Box::new(e)),
         }
     }
 }
@@ -297,8 +298,57 @@ pub unsafe extern "C" fn quorumlock_error_attempts(err: *const Error) -> u32 {
     ffi_panic_boundary!({
         ffi::handle(err, "err")
             .ok()
-            .and_then(|e| e.source.as_ref())
+            .and_then(|e| e.source.as_deref())
             .map_or(0, quorumlock::Error::attempts)
+    })
+}
+
+/// Reports kept for the attempts of a failed acquisition (oldest first, at most 64, the most
+/// recent), 0 when nothing was sent or for NULL. The last one is the error's own report.
+///
+/// Thread safety: safe from any thread.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `err` is NULL or a live error.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_error_attempt_count(err: *const Error) -> usize {
+    ffi_panic_boundary!({
+        ffi::handle(err, "err")
+            .ok()
+            .and_then(|e| e.source.as_deref())
+            .map_or(0, |e| e.attempt_reports().len())
+    })
+}
+
+/// Writes the kind (`QL_NODE_*`) of node `node` in the report of attempt `attempt` (see
+/// `quorumlock_error_attempt_count`) to `*kind_out`. `QL_INVALID` for NULL or an index out
+/// of range.
+///
+/// Thread safety: safe from any thread.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `err` is NULL or a live error; `kind_out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_error_attempt_node_kind(
+    err: *const Error,
+    attempt: usize,
+    node: usize,
+    kind_out: *mut u32,
+) -> QlResult {
+    ffi_panic_boundary!(std::ptr::null_mut() => {
+        let out = Out::new(kind_out, "kind_out")?;
+        let result = ffi::handle(err, "err")?
+            .source
+            .as_deref()
+            .and_then(|e| e.attempt_reports().get(attempt))
+            .and_then(|r| r.nodes().get(node))
+            .ok_or_else(|| {
+                Error::invalid(format!("attempt {attempt}, node {node} is out of range"))
+            })?;
+        out.write(result.kind.code());
+        Ok(())
     })
 }
 
@@ -328,7 +378,7 @@ pub unsafe extern "C" fn quorumlock_error_node_count(err: *const Error) -> usize
     ffi_panic_boundary!({
         ffi::handle(err, "err")
             .ok()
-            .and_then(|e| e.source.as_ref())
+            .and_then(|e| e.source.as_deref())
             .map_or(0, |e| e.report().nodes().len())
     })
 }

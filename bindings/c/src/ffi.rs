@@ -157,6 +157,53 @@ pub(crate) fn static_str(s: &'static CStr) -> *const c_char {
 pub type LostCallback =
     Option<unsafe extern "C" fn(userdata: *mut c_void, reason: u32, detail: *const Error)>;
 
+/// Called with each warning of a client (`quorumlock_config_set_warning_callback`): its
+/// stable code (`QL_W_NOT_DURABLE`, ...), the node index (-1 when about no one node) and
+/// the message, both NUL-terminated and valid only during the call.
+pub type WarningCallback = Option<
+    unsafe extern "C" fn(
+        userdata: *mut c_void,
+        code: *const c_char,
+        node: i64,
+        message: *const c_char,
+    ),
+>;
+
+/// A warning callback and its `userdata`, carried to an engine thread.
+#[derive(Clone, Copy)]
+pub(crate) struct OnWarning {
+    callback: unsafe extern "C" fn(*mut c_void, *const c_char, i64, *const c_char),
+    userdata: *mut c_void,
+}
+
+// SAFETY: the header requires the callback to be callable from any thread and `userdata` to
+// stay valid (and usable from that thread) until the client is freed; the crate never
+// dereferences `userdata` itself.
+unsafe impl Send for OnWarning {}
+// SAFETY: as for `Send`; the pair is only copied and passed back to C.
+unsafe impl Sync for OnWarning {}
+
+impl OnWarning {
+    /// `None` for a NULL callback.
+    pub(crate) fn new(callback: WarningCallback, userdata: *mut c_void) -> Option<Self> {
+        callback.map(|callback| Self { callback, userdata })
+    }
+
+    /// Calls the callback with `w`; texts with a NUL byte (never produced) are cut there.
+    pub(crate) fn call(&self, w: &quorumlock::Warning) {
+        let text = |s: &str| {
+            std::ffi::CString::new(s.split('\0').next().unwrap_or_default()).unwrap_or_default()
+        };
+        let (code, message) = (text(w.kind().as_str()), text(w.message()));
+        let node = w.node().and_then(|n| i64::try_from(n).ok()).unwrap_or(-1);
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: the callback and userdata were registered together by the caller for
+            // this purpose; both strings live for the duration of the call.
+            unsafe { (self.callback)(self.userdata, code.as_ptr(), node, message.as_ptr()) }
+        }));
+    }
+}
+
 /// A callback and its `userdata`, carried to an engine thread.
 #[derive(Clone, Copy)]
 pub(crate) struct OnLost {

@@ -264,6 +264,38 @@ pub unsafe extern "C" fn quorumlock_lock_options_set_limits(
     })
 }
 
+/// Uses `value` (`value_len` bytes, at least 16 printable ASCII characters, checked when
+/// acquiring) as the lock value instead of a fresh random one per attempt, e.g. a value a
+/// peer library chose. Generated values are safer (docs/REDLOCK.md §2.2). A NULL `value`
+/// with length 0 goes back to generated values.
+///
+/// Thread safety: options must not be changed from two threads at once.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `opts` is NULL or live options; `value` has `value_len` readable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_lock_options_set_value(
+    opts: *mut LockOptions,
+    value: *const u8,
+    value_len: usize,
+    err_out: *mut *mut Error,
+) -> QlResult {
+    ffi_panic_boundary!(err_out => {
+        let given = if value.is_null() && value_len == 0 {
+            None
+        } else {
+            Some(ffi::utf8(value, value_len, "value")?.to_owned())
+        };
+        set(opts, |o| {
+            o.inner = match given {
+                Some(v) => o.inner.clone().value(v),
+                None => o.inner.clone().without_value(),
+            };
+        })
+    })
+}
+
 /// Sets the lost-lock callback (NULL removes it). For every lock acquired with these
 /// options, it runs at most once, on an engine thread, when the lock is lost (never after a
 /// release), with `reason` (`QL_LOST_*`) and `detail` (valid only during the call). It must

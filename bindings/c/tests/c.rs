@@ -255,3 +255,41 @@ fn cpp_metrics_wrapper() {
     let c = cluster();
     assert!(run(&compile("metrics.cpp"), &c, &[]).contains("metrics cpp ok"));
 }
+
+#[test]
+fn warnings_reach_the_callback_once_per_node() {
+    let c = Cluster::builder()
+        .nodes(3)
+        .persist(Persist::None)
+        .start()
+        .expect("start redis-server nodes");
+    assert!(run(&compile("compat.c"), &c, &["warnings"]).contains("warnings ok"));
+}
+
+#[test]
+fn given_values_and_attempt_reports() {
+    let c = cluster();
+    assert!(run(&compile("compat.c"), &c, &["value"]).contains("value ok"));
+}
+
+#[test]
+fn a_redis_cluster_is_one_member() {
+    let c = cluster();
+    let rc = Cluster::builder()
+        .nodes(3)
+        .redis_cluster(0)
+        .start()
+        .expect("start a Redis Cluster");
+    let exe = compile("compat.c");
+    let out = program(&exe, &c)
+        .arg("cluster")
+        .env("QL_REDIS_CLUSTER", rc.cluster_url().unwrap())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("cluster ok"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

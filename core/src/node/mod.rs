@@ -7,22 +7,25 @@ pub(crate) mod notify;
 mod ops;
 pub(crate) mod probe;
 pub(crate) mod scripts;
+mod slots;
+pub(crate) mod target;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use redis::aio::MultiplexedConnection;
-use redis::{
-    AsyncConnectionConfig, Cmd, ConnectionAddr, ErrorKind as RedisKind, RedisError,
-    ServerErrorKind, Value,
-};
+use redis::{Cmd, ErrorKind as RedisKind, RedisError, ServerErrorKind, Value};
 use tokio::runtime::Handle;
 
 use crate::clock::MonoTime;
 use crate::report::NodeKind;
+use crate::warning::{Warning, WarningKind};
 use probe::{Checks, Probe};
 use scripts::Script;
+pub(crate) use target::Target;
+#[cfg(test)]
+use target::display_address;
+use target::{Conn, reply};
 
 /// How long an echo check of a connection waits for its reply.
 const VERIFY_BOUND: Duration = Duration::from_secs(30);
@@ -43,7 +46,7 @@ pub(crate) enum Traffic {
 
 /// One live connection and what the connect-time probe found.
 struct Link {
-    mux: MultiplexedConnection,
+    conn: Conn,
     id: u64,
     probe: Probe,
     /// When the probe ran; it is re-run after `Checks::reprobe_every` (REDLOCK.md §8.2:
@@ -55,9 +58,9 @@ struct Link {
 }
 
 impl Link {
-    fn new(mux: MultiplexedConnection, id: u64, probe: Probe) -> Arc<Self> {
+    fn new(conn: Conn, id: u64, probe: Probe) -> Arc<Self> {
         Arc::new(Self {
-            mux,
+            conn,
             id,
             probe,
             probed_at: MonoTime::now(),
@@ -78,27 +81,28 @@ enum State {
 
 /// Which run ids the nodes of one client reported, to find one server listed twice.
 #[derive(Default)]
-pub(crate) struct RunIds(Mutex<Vec<Option<String>>>);
+pub(crate) struct RunIds(Mutex<Vec<Vec<String>>>);
 
 impl RunIds {
     pub(crate) fn new(n: usize) -> Self {
-        Self(Mutex::new(vec![None; n]))
+        Self(Mutex::new(vec![Vec::new(); n]))
     }
 
-    fn set(&self, index: usize, run_id: Option<String>) {
+    /// The run ids of a member's servers (one, or every primary of a cluster).
+    fn set(&self, index: usize, run_ids: Vec<String>) {
         if let Some(slot) = lock(&self.0).get_mut(index) {
-            *slot = run_id;
+            *slot = run_ids;
         }
     }
 
-    fn is_duplicate(&self, index: usize) -> bool {
+    /// The first node before `index` that is the same server, if any: that one counts and
+    /// this one does not, so the server votes once.
+    fn duplicate_of(&self, index: usize) -> Option<usize> {
         let ids = lock(&self.0);
-        let Some(Some(mine)) = ids.get(index) else {
-            return false;
-        };
+        let mine = ids.get(index)?;
         ids.iter()
-            .enumerate()
-            .any(|(i, id)| i != index && id.as_deref() == Some(mine.as_str()))
+            .take(index)
+            .position(|theirs| theirs.iter().any(|id| mine.contains(id)))
     }
 }
 
@@ -106,7 +110,7 @@ impl RunIds {
 pub(crate) struct Node {
     pub(crate) index: usize,
     pub(crate) address: String,
-    client: redis::Client,
+    target: Target,
     checks: Arc<Checks>,
     run_ids: Arc<RunIds>,
     runtime: Handle,
@@ -120,15 +124,15 @@ pub(crate) struct Node {
 impl Node {
     pub(crate) fn new(
         index: usize,
-        client: redis::Client,
+        target: Target,
         checks: Arc<Checks>,
         run_ids: Arc<RunIds>,
         runtime: Handle,
     ) -> Arc<Self> {
         Arc::new_cyclic(|me| Self {
             index,
-            address: display_address(&client),
-            client,
+            address: target.display(),
+            target,
             checks,
             run_ids,
             runtime,
@@ -145,24 +149,18 @@ impl Node {
     /// Connects and probes once; on failure records why. True when connected.
     pub(crate) async fn connect_once(&self) -> bool {
         let timeout = self.checks.connect_timeout;
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(timeout))
-            .set_response_timeout(None);
         let attempt = tokio::time::timeout(timeout * 2, async {
-            let mut mux = self
-                .client
-                .get_multiplexed_async_connection_with_config(&config)
-                .await?;
-            let probe = probe::probe(&mut mux, &self.checks).await?;
-            Ok::<_, RedisError>((mux, probe))
+            let mut conn = self.target.connect(timeout).await?;
+            let probe = probe::probe(&mut conn, &self.checks, (self.index, &self.address)).await?;
+            Ok::<_, RedisError>((conn, probe))
         })
         .await;
         let failure = match attempt {
-            Ok(Ok((mux, probe))) => {
-                self.run_ids.set(self.index, probe.run_id.clone());
+            Ok(Ok((conn, probe))) => {
+                self.run_ids.set(self.index, probe.run_ids.clone());
                 let id = self.next_id.fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(node = self.index, address = %self.address, ?probe, "connected");
-                *lock(&self.state) = State::Up(Link::new(mux, id, probe));
+                *lock(&self.state) = State::Up(Link::new(conn, id, probe));
                 return true;
             }
             Ok(Err(e)) => classify(&e),
@@ -183,7 +181,7 @@ impl Node {
     fn spawn_reprobe(&self, link: &Arc<Link>) {
         let weak = self.me.clone();
         let link = link.clone();
-        let (mut mux, id) = (link.mux.clone(), link.id);
+        let (mut conn, id) = (link.conn.clone(), link.id);
         self.runtime.spawn(async move {
             let Some(node) = weak.upgrade() else { return };
             let timeout = node.checks.connect_timeout * 2;
@@ -192,7 +190,8 @@ impl Node {
                 tokio::time::sleep(node.checks.reprobe_every).await;
                 link.reprobing.store(false, Ordering::Relaxed);
             };
-            let result = tokio::time::timeout(timeout, probe::probe(&mut mux, &node.checks)).await;
+            let probe = probe::probe(&mut conn, &node.checks, (node.index, &node.address));
+            let result = tokio::time::timeout(timeout, probe).await;
             let probe = match result {
                 Ok(Ok(p)) => p,
                 Ok(Err(e)) if e.is_io_error() || e.is_unrecoverable_error() => {
@@ -209,10 +208,10 @@ impl Node {
                 }
             };
             tracing::debug!(node = node.index, ?probe, "re-probed");
-            node.run_ids.set(node.index, probe.run_id.clone());
+            node.run_ids.set(node.index, probe.run_ids.clone());
             let mut st = lock(&node.state);
             if matches!(&*st, State::Up(l) if l.id == id) {
-                *st = State::Up(Link::new(mux, id, probe));
+                *st = State::Up(Link::new(conn, id, probe));
             }
         });
     }
@@ -271,8 +270,10 @@ impl Node {
     /// still runs after the attempt's own requests on the same connection.
     pub(crate) fn verify_connection(&self) {
         let link = match &*lock(&self.state) {
-            State::Up(link) => link.clone(),
-            State::Down { .. } => return,
+            // A cluster connection has one connection per node, each with its own queue:
+            // an echo on one of them tells nothing about the others.
+            State::Up(link) if !self.target.is_cluster() => link.clone(),
+            State::Up(_) | State::Down { .. } => return,
         };
         if link.verifying.swap(true, Ordering::Relaxed) {
             return;
@@ -283,10 +284,10 @@ impl Node {
         );
         let weak = self.me.clone();
         self.runtime.spawn(async move {
-            let mut mux = link.mux.clone();
+            let mut conn = link.conn.clone();
             let mut ping = redis::cmd("PING");
             ping.arg(&nonce);
-            let r = tokio::time::timeout(VERIFY_BOUND, mux.send_packed_command(&ping)).await;
+            let r = tokio::time::timeout(VERIFY_BOUND, conn.send(&ping)).await;
             let in_step = match &r {
                 Ok(Ok(Value::BulkString(b))) => b.as_slice() == nonce.as_bytes(),
                 Ok(Ok(Value::SimpleString(s))) => *s == nonce,
@@ -307,6 +308,11 @@ impl Node {
                 );
             }
         });
+    }
+
+    /// Whether this member is a Redis Cluster.
+    pub(crate) fn is_cluster(&self) -> bool {
+        self.target.is_cluster()
     }
 
     /// Why the node cannot carry lock traffic now, if it cannot.
@@ -341,11 +347,18 @@ impl Node {
             if let Some(f) = &link.probe.unusable {
                 return Err(f.clone());
             }
-            if self.run_ids.is_duplicate(self.index) {
-                return Err((
-                    NodeKind::Duplicate,
-                    "another configured node is the same server (same run_id)".to_owned(),
+            if let Some(first) = self.run_ids.duplicate_of(self.index) {
+                let text = format!(
+                    "the same server as node #{first} (same run_id); it counts once, as node #{first}"
+                );
+                self.checks.warner.warn(Warning::new(
+                    WarningKind::DuplicateNode,
+                    Some((self.index, &self.address)),
+                    format!(
+                        "{text}; list each server once (db 0 and db 1 of one server are one master)"
+                    ),
                 ));
+                return Err((NodeKind::Duplicate, text));
             }
             let now = MonoTime::now();
             if now < link.probe.ready_at {
@@ -353,7 +366,7 @@ impl Node {
                 return Err((
                     NodeKind::Quarantined,
                     format!(
-                        "up {} s without durable writes; counted again in {:.1} s (restart quarantine)",
+                        "up {} s without durable writes; counted in {:.1} s (restart quarantine). To count it now, make its writes durable (appendonly yes, appendfsync always) or, for test set-ups, turn the quarantine off",
                         link.probe.uptime.as_secs(),
                         wait.as_secs_f64()
                     ),
@@ -367,8 +380,8 @@ impl Node {
     /// connection is replaced in the background.
     pub(crate) async fn send(&self, cmd: &Cmd, traffic: Traffic) -> Result<Value, NodeFailure> {
         let link = self.link(traffic)?;
-        let mut mux = link.mux.clone();
-        let r = reply(mux.send_packed_command(cmd).await);
+        let mut conn = link.conn.clone();
+        let r = reply(conn.send(cmd).await);
         self.settle(&link, r)
     }
 
@@ -381,14 +394,11 @@ impl Node {
         traffic: Traffic,
     ) -> Result<Value, NodeFailure> {
         let link = self.link(traffic)?;
-        let mut mux = link.mux.clone();
-        let first = reply(
-            mux.send_packed_command(&script.cmd(false, keys, args))
-                .await,
-        );
+        let mut conn = link.conn.clone();
+        let first = reply(conn.send(&script.cmd(false, keys, args)).await);
         let r = match first {
             Err(e) if e.kind() == RedisKind::Server(ServerErrorKind::NoScript) => {
-                reply(mux.send_packed_command(&script.cmd(true, keys, args)).await)
+                reply(conn.send(&script.cmd(true, keys, args)).await)
             }
             other => other,
         };
@@ -398,7 +408,9 @@ impl Node {
     fn settle(&self, link: &Link, r: redis::RedisResult<Value>) -> Result<Value, NodeFailure> {
         r.map_err(|e| {
             let failure = classify(&e);
-            if e.is_io_error() || e.is_unrecoverable_error() || e.is_connection_dropped() {
+            // A cluster connection reconnects to each of its nodes by itself.
+            let broken = e.is_io_error() || e.is_unrecoverable_error() || e.is_connection_dropped();
+            if broken && !self.target.is_cluster() {
                 self.mark_down(link.id, &failure);
             }
             failure
@@ -406,30 +418,10 @@ impl Node {
     }
 }
 
-/// An error reply may arrive as `Ok(Value::ServerError)`; make it an `Err`.
-fn reply(r: redis::RedisResult<Value>) -> redis::RedisResult<Value> {
-    match r {
-        Ok(Value::ServerError(e)) => Err(RedisError::from(e)),
-        other => other,
-    }
-}
-
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A poisoned state mutex only means a panic elsewhere while holding it; the state itself
     // is always a complete value, so keep using it.
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// `host:port/db` (or `unix:path/db`), never with credentials.
-pub(crate) fn display_address(client: &redis::Client) -> String {
-    let info = client.get_connection_info();
-    let db = info.redis_settings().db();
-    match info.addr() {
-        ConnectionAddr::Tcp(host, port) => format!("{host}:{port}/{db}"),
-        ConnectionAddr::TcpTls { host, port, .. } => format!("{host}:{port}/{db} (tls)"),
-        ConnectionAddr::Unix(path) => format!("unix:{}/{db}", path.display()),
-        _ => format!("unknown/{db}"),
-    }
 }
 
 /// Maps a redis-rs error to a node kind and a short text (REDLOCK.md §10).

@@ -22,9 +22,11 @@ use redis::aio::{PubSubSink, PubSubStream};
 use tokio::runtime::Handle;
 use tokio::sync::{Notify, mpsc, oneshot};
 
+use super::probe::Checks;
 use super::{Node, classify, lock};
 use crate::clock::MonoTime;
 use crate::report::NodeKind;
+use crate::warning::{Warning, WarningKind};
 
 /// How long a node's pub/sub connection stays open without listeners.
 const IDLE_CLOSE: Duration = Duration::from_secs(30);
@@ -99,8 +101,10 @@ impl Notifier {
                 let (tx, rx) = mpsc::unbounded_channel();
                 let task = Subscriber {
                     index: node.index,
-                    client: node.client.clone(),
+                    address: node.address.clone(),
+                    client: node.target.pubsub_client().clone(),
                     timeout: node.checks.connect_timeout,
+                    checks: node.checks.clone(),
                     registry: registry.clone(),
                     conn: None,
                     denied: false,
@@ -210,8 +214,10 @@ impl Drop for Listener {
 /// One node's subscriber task and its pub/sub connection.
 struct Subscriber {
     index: usize,
+    address: String,
     client: redis::Client,
     timeout: Duration,
+    checks: Arc<Checks>,
     registry: Arc<Registry>,
     conn: Option<(PubSubSink, PubSubStream)>,
     /// The ACL denies SUBSCRIBE on this connection (warned once per connection).
@@ -334,7 +340,11 @@ impl Subscriber {
         if kind == NodeKind::NoPermission {
             // Redis 7 denies channels to ACL users by default: poll instead, warn once.
             if !std::mem::replace(&mut self.denied, true) {
-                tracing::warn!(node = self.index, %text, "release notification is denied by the ACL (add &quorumlock:* or the key prefix's channels); waiters poll this node");
+                self.checks.warner.warn(Warning::new(
+                    WarningKind::NotifyDenied,
+                    Some((self.index, &self.address)),
+                    format!("release notification is denied by the ACL ({text}); waiters poll this node. Allow the channels: add &quorumlock:* (or the key prefix's channels) to the lock user"),
+                ));
             }
             return true;
         }

@@ -1,15 +1,53 @@
 //! The per-node halves of acquire, extend and release: which command goes out and how the
-//! reply becomes a vote.
+//! reply becomes a vote. A cluster member whose keys span several hash slots sends one
+//! request per slot in parallel and joins the answers (`slots.rs`): it votes for a lock only
+//! when every slot's request did, and removes what it wrote otherwise.
 
+use futures_util::future::join_all;
 use redis::Value;
 
-use super::{Node, NodeFailure, Traffic, scripts};
+use super::{Node, NodeFailure, Traffic, scripts, slots};
 use crate::report::NodeKind;
 
 impl Node {
+    /// The slot groups of a cluster member's request over `keys` (`stride` 2: lock keys
+    /// followed by their counter keys), or `None` when one request does.
+    fn split(
+        &self,
+        keys: &[Vec<u8>],
+        stride: usize,
+    ) -> Result<Option<Vec<Vec<usize>>>, NodeFailure> {
+        if !self.target.is_cluster() {
+            return Ok(None);
+        }
+        let groups = slots::groups(keys, stride)?;
+        Ok((groups.len() > 1).then_some(groups))
+    }
+
     /// ACQUIRE on this node: `SET key value NX PX ttl` for one key, ACQUIRE-MULTI for a set.
     /// `Ok` is a vote for, `HeldByOther` a key already present.
     pub(crate) async fn acquire(
+        &self,
+        keys: &[Vec<u8>],
+        value: &str,
+        ttl_ms: u64,
+    ) -> Result<NodeKind, NodeFailure> {
+        let Some(groups) = self.split(keys, 1)? else {
+            return self.acquire_slot(keys, value, ttl_ms).await;
+        };
+        let parts = join_all(groups.iter().map(|g| {
+            let sub = slots::subset(keys, 1, g);
+            async move { self.acquire_slot(&sub, value, ttl_ms).await }
+        }))
+        .await;
+        let won: Vec<Result<bool, NodeFailure>> = parts
+            .into_iter()
+            .map(|r| r.map(|k| k == NodeKind::Ok))
+            .collect();
+        self.all_or_nothing(keys, value, won).await
+    }
+
+    async fn acquire_slot(
         &self,
         keys: &[Vec<u8>],
         value: &str,
@@ -41,10 +79,51 @@ impl Node {
         }
     }
 
+    /// Joins the slot requests of one acquisition (`won` per group): `Ok` when every group
+    /// won. Otherwise the member's `lock_keys` are released here (compare-and-delete, so only
+    /// what this attempt wrote), and the answer is the first failure, else `HeldByOther`.
+    async fn all_or_nothing(
+        &self,
+        lock_keys: &[Vec<u8>],
+        value: &str,
+        won: Vec<Result<bool, NodeFailure>>,
+    ) -> Result<NodeKind, NodeFailure> {
+        if won.iter().all(|w| matches!(w, Ok(true))) {
+            return Ok(NodeKind::Ok);
+        }
+        let _ = self.release(lock_keys, value, false).await;
+        match won.into_iter().find_map(Result::err) {
+            Some(failure) => Err(failure),
+            None => Ok(NodeKind::HeldByOther),
+        }
+    }
+
     /// EXTEND on this node: `Ok` when every key held the value (and is now at least
     /// `ttl_ms` long), `NotHeld` when a key was absent, `HeldByOther` when another value held
-    /// one. Nothing is written unless the answer is `Ok`.
+    /// one. Nothing is written unless the answer is `Ok` (on a cluster member, each slot's
+    /// keys are lengthened only if that slot's keys all held the value).
     pub(crate) async fn extend(
+        &self,
+        keys: &[Vec<u8>],
+        value: &str,
+        ttl_ms: u64,
+    ) -> Result<NodeKind, NodeFailure> {
+        let Some(groups) = self.split(keys, 1)? else {
+            return self.extend_slot(keys, value, ttl_ms).await;
+        };
+        let parts = join_all(groups.iter().map(|g| {
+            let sub = slots::subset(keys, 1, g);
+            async move { self.extend_slot(&sub, value, ttl_ms).await }
+        }))
+        .await;
+        let mut kinds = Vec::with_capacity(parts.len());
+        for p in parts {
+            kinds.push(p?);
+        }
+        Ok(worst(&kinds))
+    }
+
+    async fn extend_slot(
         &self,
         keys: &[Vec<u8>],
         value: &str,
@@ -76,53 +155,84 @@ impl Node {
         value: &str,
         notify: bool,
     ) -> Result<NodeKind, NodeFailure> {
-        let flag: &[u8] = if notify { b"1" } else { b"0" };
-        if keys.len() == 1 {
-            return match self
-                .eval(
-                    &scripts::RELEASE_ONE,
-                    keys,
-                    &[value.as_bytes(), flag],
-                    Traffic::Any,
-                )
-                .await?
-            {
-                Value::Int(1) => Ok(NodeKind::Released),
-                Value::Int(0) => Ok(NodeKind::NotHeld),
-                Value::Int(-1) => Ok(NodeKind::HeldByOther),
-                other => Err(unexpected(&other)),
-            };
-        }
-        let reply = self
-            .eval(
-                &scripts::RELEASE,
-                keys,
-                &[value.as_bytes(), flag],
-                Traffic::Any,
-            )
-            .await?;
-        let counts = match &reply {
-            Value::Array(items) => match items.as_slice() {
-                [Value::Int(deleted), Value::Int(other)] => Some((*deleted, *other)),
-                _ => None,
-            },
-            _ => None,
+        let (deleted, other) = match self.split(keys, 1)? {
+            None => self.release_slot(keys, value, notify).await?,
+            Some(groups) => {
+                let parts = join_all(groups.iter().map(|g| {
+                    let sub = slots::subset(keys, 1, g);
+                    async move { self.release_slot(&sub, value, notify).await }
+                }))
+                .await;
+                let mut total = (0, 0);
+                for p in parts {
+                    let (d, o) = p?;
+                    total = (total.0 + d, total.1 + o);
+                }
+                total
+            }
         };
-        let Some((deleted, other)) = counts else {
-            return Err(unexpected(&reply));
-        };
-        Ok(match (usize::try_from(deleted).unwrap_or(0), other) {
+        Ok(match (deleted, other) {
             (d, _) if d == keys.len() => NodeKind::Released,
             (d, _) if d > 0 => NodeKind::Partial,
             (_, o) if o > 0 => NodeKind::HeldByOther,
             _ => NodeKind::NotHeld,
         })
     }
+
+    /// RELEASE-ONE or RELEASE on keys of one slot: how many keys were deleted, and how many
+    /// held another value.
+    async fn release_slot(
+        &self,
+        keys: &[Vec<u8>],
+        value: &str,
+        notify: bool,
+    ) -> Result<(usize, usize), NodeFailure> {
+        let flag: &[u8] = if notify { b"1" } else { b"0" };
+        let args = [value.as_bytes(), flag];
+        if keys.len() == 1 {
+            return match self
+                .eval(&scripts::RELEASE_ONE, keys, &args, Traffic::Any)
+                .await?
+            {
+                Value::Int(1) => Ok((1, 0)),
+                Value::Int(0) => Ok((0, 0)),
+                Value::Int(-1) => Ok((0, 1)),
+                other => Err(unexpected(&other)),
+            };
+        }
+        let reply = self
+            .eval(&scripts::RELEASE, keys, &args, Traffic::Any)
+            .await?;
+        if let Value::Array(items) = &reply
+            && let [Value::Int(deleted), Value::Int(other)] = items.as_slice()
+        {
+            let count = |n: i64| usize::try_from(n).unwrap_or(0);
+            return Ok((count(*deleted), count(*other)));
+        }
+        Err(unexpected(&reply))
+    }
+}
+
+/// The joined answer of a cluster member's slot requests to an extend or a raise: `Ok` when
+/// every slot said `Ok`, else `HeldByOther` if any slot said so, else the first other kind.
+fn worst(kinds: &[NodeKind]) -> NodeKind {
+    if kinds.iter().all(|k| *k == NodeKind::Ok) {
+        NodeKind::Ok
+    } else if kinds.contains(&NodeKind::HeldByOther) {
+        NodeKind::HeldByOther
+    } else {
+        kinds
+            .iter()
+            .copied()
+            .find(|k| *k != NodeKind::Ok)
+            .unwrap_or(NodeKind::NotHeld)
+    }
 }
 
 impl Node {
     /// Whether none of `keys` exists here (`NotHeld`) or some does (`HeldByOther`): a read
-    /// that tells a waiter whether a release came before its subscription.
+    /// that tells a waiter whether a release came before its subscription. (A cluster
+    /// connection splits a multi-key `EXISTS` by slot and adds the counts.)
     pub(crate) async fn vacant(&self, keys: &[Vec<u8>]) -> Result<NodeKind, NodeFailure> {
         let mut cmd = redis::cmd("EXISTS");
         for k in keys {
@@ -145,6 +255,45 @@ impl Node {
     /// keys. `Ok(Some(tokens))` is a vote for with one new counter per resource;
     /// `Ok(None)` a key held by another owner.
     pub(crate) async fn fenced_acquire(
+        &self,
+        keys: &[Vec<u8>],
+        value: &str,
+        ttl_ms: u64,
+        counter_ttl_ms: u64,
+    ) -> Result<Option<Vec<u64>>, NodeFailure> {
+        let Some(groups) = self.split(keys, 2)? else {
+            return self
+                .fenced_acquire_slot(keys, value, ttl_ms, counter_ttl_ms)
+                .await;
+        };
+        let parts = join_all(groups.iter().map(|g| {
+            let sub = slots::subset(keys, 2, g);
+            async move {
+                self.fenced_acquire_slot(&sub, value, ttl_ms, counter_ttl_ms)
+                    .await
+            }
+        }))
+        .await;
+        if parts.iter().all(|p| matches!(p, Ok(Some(_)))) {
+            let mut tokens = vec![0; keys.len() / 2];
+            for (g, part) in groups.iter().zip(parts) {
+                for (&i, t) in g.iter().zip(part.ok().flatten().unwrap_or_default()) {
+                    tokens[i] = t;
+                }
+            }
+            return Ok(Some(tokens));
+        }
+        let won = parts.into_iter().map(|p| p.map(|t| t.is_some())).collect();
+        match self
+            .all_or_nothing(&keys[..keys.len() / 2], value, won)
+            .await?
+        {
+            NodeKind::Ok => Err(unexpected(&Value::Nil)),
+            _ => Ok(None),
+        }
+    }
+
+    async fn fenced_acquire_slot(
         &self,
         keys: &[Vec<u8>],
         value: &str,
@@ -184,6 +333,32 @@ impl Node {
         tokens: &[u64],
         counter_ttl_ms: u64,
     ) -> Result<NodeKind, NodeFailure> {
+        let Some(groups) = self.split(keys, 2)? else {
+            return self.raise_slot(keys, value, tokens, counter_ttl_ms).await;
+        };
+        let parts = join_all(groups.iter().map(|g| {
+            let sub = slots::subset(keys, 2, g);
+            let sub_tokens: Vec<u64> = g.iter().map(|&i| tokens[i]).collect();
+            async move {
+                self.raise_slot(&sub, value, &sub_tokens, counter_ttl_ms)
+                    .await
+            }
+        }))
+        .await;
+        let mut kinds = Vec::with_capacity(parts.len());
+        for p in parts {
+            kinds.push(p?);
+        }
+        Ok(worst(&kinds))
+    }
+
+    async fn raise_slot(
+        &self,
+        keys: &[Vec<u8>],
+        value: &str,
+        tokens: &[u64],
+        counter_ttl_ms: u64,
+    ) -> Result<NodeKind, NodeFailure> {
         let mut args: Vec<String> = Vec::with_capacity(tokens.len() + 2);
         args.push(value.to_owned());
         args.extend(tokens.iter().map(u64::to_string));
@@ -197,5 +372,18 @@ impl Node {
             Value::Int(0) => Ok(NodeKind::NotHeld),
             other => Err(unexpected(&other)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn joined_answers() {
+        use NodeKind::*;
+        assert_eq!(worst(&[Ok, Ok]), Ok);
+        assert_eq!(worst(&[Ok, NotHeld]), NotHeld);
+        assert_eq!(worst(&[NotHeld, HeldByOther]), HeldByOther);
     }
 }

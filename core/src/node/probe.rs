@@ -5,14 +5,15 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use redis::aio::MultiplexedConnection;
 use redis::{RedisResult, Value};
 
 use crate::clock::MonoTime;
 use crate::config::{EvictionCheck, Quarantine};
 use crate::report::NodeKind;
+use crate::warning::{Warner, Warning, WarningKind};
 
 use super::NodeFailure;
+use super::target::Conn;
 
 /// The client-wide settings the probe applies.
 #[derive(Debug)]
@@ -24,12 +25,15 @@ pub(crate) struct Checks {
     pub(crate) eviction: EvictionCheck,
     /// How old a connection's probe may get before it is re-run.
     pub(crate) reprobe_every: Duration,
+    /// Where warnings about nodes go.
+    pub(crate) warner: Warner,
 }
 
 /// What the probe found on one connection.
 #[derive(Debug)]
 pub(crate) struct Probe {
-    pub(crate) run_id: Option<String>,
+    /// The run ids of the member's servers (one, or one per primary of a cluster).
+    pub(crate) run_ids: Vec<String>,
     pub(crate) uptime: Duration,
     /// Lock traffic waits until then (restart quarantine).
     pub(crate) ready_at: MonoTime,
@@ -39,87 +43,156 @@ pub(crate) struct Probe {
     pub(crate) uptime_unknown: bool,
 }
 
-async fn send(mux: &mut MultiplexedConnection, cmd: &redis::Cmd) -> RedisResult<Value> {
-    match mux.send_packed_command(cmd).await {
-        Ok(Value::ServerError(e)) => Err(e.into()),
-        other => other,
-    }
-}
-
-/// Reads `INFO` and the persistence settings and decides how the node may be used.
-/// Connection errors fail the probe (and so the connect); refusals by ACL do not.
-pub(crate) async fn probe(mux: &mut MultiplexedConnection, checks: &Checks) -> RedisResult<Probe> {
+/// Reads `INFO` and the persistence settings of the member's servers (the master, or every
+/// primary of a cluster) and decides how the member may be used: a cluster member counts
+/// only when each of its primaries would. Connection errors fail the probe (and so the
+/// connect); refusals by ACL do not. `node` is the member's index and address, for
+/// warnings. The settings are read even with every check off: they name the servers
+/// (duplicates) and tell whether they write durably.
+pub(crate) async fn probe(
+    conn: &mut Conn,
+    checks: &Checks,
+    node: (usize, &str),
+) -> RedisResult<Probe> {
     let now = MonoTime::now();
+    let cluster = matches!(conn, Conn::Cluster(_));
+    let infos = conn.send_to_primaries(&redis::cmd("INFO")).await?;
+    let mut configs: HashMap<String, HashMap<String, String>> = HashMap::new();
+    for pattern in ["append*", "no-appendfsync-on-rewrite"] {
+        let mut c = redis::cmd("CONFIG");
+        c.arg("GET").arg(pattern);
+        for (server, r) in conn.send_to_primaries(&c).await? {
+            match r {
+                Ok(v) => configs.entry(server).or_default().extend(parse_config(&v)),
+                Err(e) if e.is_io_error() || e.is_unrecoverable_error() => return Err(e),
+                Err(_) => tracing::debug!("CONFIG GET is refused; the node counts as not durable"),
+            }
+        }
+    }
     let mut probe = Probe {
-        run_id: None,
-        uptime: Duration::ZERO,
+        run_ids: Vec::new(),
+        uptime: Duration::MAX,
         ready_at: now,
         unusable: None,
         uptime_unknown: false,
     };
-    if checks.quarantine == Quarantine::Off && checks.eviction == EvictionCheck::Off {
-        return Ok(probe);
-    }
-    let info = match send(mux, &redis::cmd("INFO")).await {
-        Ok(v) => Some(parse_info(&reply_text(&v).unwrap_or_default())),
-        Err(e) if e.is_io_error() || e.is_unrecoverable_error() => return Err(e),
-        Err(e) => {
-            tracing::warn!(error = %e, "INFO is refused; the restart quarantine cannot see restarts");
-            None
-        }
-    };
-    let mut config = HashMap::new();
-    for pattern in ["append*", "no-appendfsync-on-rewrite"] {
-        let mut c = redis::cmd("CONFIG");
-        c.arg("GET").arg(pattern);
-        match send(mux, &c).await {
-            Ok(v) => config.extend(parse_config(&v)),
+    for (server, info) in infos {
+        let info = match info {
+            Ok(v) => Some(parse_info(&reply_text(&v).unwrap_or_default())),
             Err(e) if e.is_io_error() || e.is_unrecoverable_error() => return Err(e),
-            Err(_) => tracing::debug!("CONFIG GET is refused; the node counts as not durable"),
-        }
+            Err(e) => {
+                checks.warner.warn(Warning::new(
+                    WarningKind::InfoRefused,
+                    Some(node),
+                    format!("INFO is refused{} ({e}); the restart quarantine cannot see restarts of this node, and one server listed twice cannot be told apart; allow INFO (+info) for the lock user", on(&server)),
+                ));
+                None
+            }
+        };
+        let config = configs.remove(&server).unwrap_or_default();
+        let one = Facts {
+            info: info.as_ref(),
+            config: &config,
+            server: &server,
+            cluster,
+        };
+        one.apply(&mut probe, checks, node, now);
     }
-    let Some(info) = info else {
-        probe.uptime_unknown = checks.quarantine != Quarantine::Off;
-        if checks.quarantine == Quarantine::Strict {
-            probe.unusable = Some((
-                NodeKind::NoPermission,
-                "INFO is refused and quarantine is strict; the node is never counted".to_owned(),
-            ));
-        }
-        return Ok(probe);
-    };
-    probe.run_id = info.get("run_id").cloned();
-    probe.uptime = info
-        .get("uptime_in_seconds")
-        .and_then(|s| s.parse().ok())
-        .map_or(Duration::ZERO, Duration::from_secs);
-    probe.unusable = misconfiguration(&info, checks.eviction);
-    let durable = config.get("appendonly").is_some_and(|v| v == "yes")
-        && config.get("appendfsync").is_some_and(|v| v == "always")
-        && config
-            .get("no-appendfsync-on-rewrite")
-            .is_some_and(|v| v == "no");
-    if checks.quarantine != Quarantine::Off && !durable {
-        // uptime is rounded down, so the wait is conservative.
-        probe.ready_at = now + checks.quarantine_period.saturating_sub(probe.uptime);
+    if probe.uptime == Duration::MAX {
+        probe.uptime = Duration::ZERO;
     }
     Ok(probe)
 }
 
+/// " on <server>" for a cluster's primary; nothing for a single master.
+fn on(server: &str) -> String {
+    if server.is_empty() {
+        String::new()
+    } else {
+        format!(" on primary {server}")
+    }
+}
+
+/// What one server (a master, or a cluster's primary) said about itself.
+struct Facts<'a> {
+    info: Option<&'a HashMap<String, String>>,
+    config: &'a HashMap<String, String>,
+    server: &'a str,
+    cluster: bool,
+}
+
+impl Facts<'_> {
+    /// Folds this server into the member's probe: the member waits for its slowest server's
+    /// quarantine and is unusable when any server is.
+    fn apply(&self, probe: &mut Probe, checks: &Checks, node: (usize, &str), now: MonoTime) {
+        let Some(info) = self.info else {
+            probe.uptime_unknown |= checks.quarantine != Quarantine::Off;
+            if checks.quarantine == Quarantine::Strict && probe.unusable.is_none() {
+                probe.unusable = Some((
+                    NodeKind::NoPermission,
+                    format!(
+                        "INFO is refused{} and quarantine is strict; the node is never counted",
+                        on(self.server)
+                    ),
+                ));
+            }
+            return;
+        };
+        probe.run_ids.extend(info.get("run_id").cloned());
+        let uptime = info
+            .get("uptime_in_seconds")
+            .and_then(|s| s.parse().ok())
+            .map_or(Duration::ZERO, Duration::from_secs);
+        probe.uptime = probe.uptime.min(uptime);
+        if probe.unusable.is_none() {
+            probe.unusable = misconfiguration(info, checks, node, self.cluster)
+                .map(|(kind, text)| (kind, format!("{text}{}", on(self.server))));
+        }
+        let durable = self.config.get("appendonly").is_some_and(|v| v == "yes")
+            && self
+                .config
+                .get("appendfsync")
+                .is_some_and(|v| v == "always")
+            && self
+                .config
+                .get("no-appendfsync-on-rewrite")
+                .is_some_and(|v| v == "no");
+        if checks.quarantine != Quarantine::Off && !durable {
+            // uptime is rounded down, so the wait is conservative.
+            let ready_at = now + checks.quarantine_period.saturating_sub(uptime);
+            probe.ready_at = probe.ready_at.max(ready_at);
+        }
+        if checks.quarantine == Quarantine::Off && !durable && probe.unusable.is_none() {
+            checks.warner.warn(Warning::new(
+                WarningKind::NotDurable,
+                Some(node),
+                format!(
+                    "counted without durable writes{} (up {} s) because the restart quarantine is off: if it restarts, the locks it held are gone and another client can take them while their holders still act; set `appendonly yes` and `appendfsync always`, or turn the quarantine on (quarantine=on)",
+                    on(self.server),
+                    uptime.as_secs()
+                ),
+            ));
+        }
+    }
+}
+
 fn misconfiguration(
     info: &HashMap<String, String>,
-    eviction: EvictionCheck,
+    checks: &Checks,
+    node: (usize, &str),
+    cluster: bool,
 ) -> Option<NodeFailure> {
+    let eviction = checks.eviction;
     if info.get("role").is_some_and(|r| r == "slave") {
         return Some((
             NodeKind::ReadOnly,
             "the node is a replica (role:slave); lock nodes must be masters".to_owned(),
         ));
     }
-    if info.get("cluster_enabled").is_some_and(|c| c == "1") {
+    if !cluster && info.get("cluster_enabled").is_some_and(|c| c == "1") {
         return Some((
             NodeKind::ClusterUnsupported,
-            "cluster mode is enabled; Redis Cluster endpoints are not supported as lock nodes"
+            "cluster mode is enabled: list the whole cluster as one member, redis+cluster://host:port,host:port,... (one node of a cluster cannot route keys by slot)"
                 .to_owned(),
         ));
     }
@@ -130,7 +203,9 @@ fn misconfiguration(
         if eviction == EvictionCheck::Refuse {
             return Some((NodeKind::EvictionPolicy, text));
         }
-        tracing::warn!("{text}");
+        checks
+            .warner
+            .warn(Warning::new(WarningKind::EvictionPolicy, Some(node), text));
     }
     None
 }
@@ -165,9 +240,11 @@ pub(crate) fn parse_config(v: &Value) -> HashMap<String, String> {
     }
 }
 
-/// The text of a bulk or verbatim string reply.
+/// The text of a bulk or verbatim string reply; for the per-primary map a cluster member
+/// answers a broadcast command with, the first primary's text.
 pub(crate) fn reply_text(v: &Value) -> Option<String> {
     match v {
+        Value::Map(pairs) => pairs.first().and_then(|(_, v)| reply_text(v)),
         Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
         Value::VerbatimString { text, .. } => Some(text.clone()),
         Value::SimpleString(s) => Some(s.clone()),

@@ -79,6 +79,8 @@ pub struct Builder {
     nodes: usize,
     persist: Persist,
     run_dir: Option<PathBuf>,
+    /// `Some(replicas)`: the nodes form one Redis Cluster with that many replicas per master.
+    redis_cluster: Option<usize>,
 }
 
 impl Builder {
@@ -91,6 +93,14 @@ impl Builder {
     /// Persistence of every node (default [`Persist::Always`]).
     pub fn persist(mut self, persist: Persist) -> Self {
         self.persist = persist;
+        self
+    }
+
+    /// Make the nodes one Redis Cluster (`cluster-enabled yes`, created with `redis-cli
+    /// --cluster create`) with `replicas` replicas per master: `nodes` must be at least
+    /// `3 * (1 + replicas)`. [`Cluster::cluster_url`] names it as one quorum member.
+    pub fn redis_cluster(mut self, replicas: usize) -> Self {
+        self.redis_cluster = Some(replicas);
         self
     }
 
@@ -115,13 +125,26 @@ impl Builder {
             None => run::new_run_dir()?,
         };
         run::write_owner(&run_dir)?;
-        match crate::node::start_all(&server, &run_dir, self.nodes, self.persist) {
+        let extra = match self.redis_cluster {
+            Some(_) => crate::redis_cluster::server_args(),
+            None => Vec::new(),
+        };
+        let started = crate::node::start_all(&server, &run_dir, self.nodes, self.persist, &extra)
+            .and_then(|nodes| {
+                if let Some(replicas) = self.redis_cluster {
+                    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+                    crate::redis_cluster::create(&ports, replicas)?;
+                }
+                Ok(nodes)
+            });
+        match started {
             Ok(nodes) => Ok(Cluster {
                 run_dir,
                 server,
                 nodes,
                 keep: false,
                 fsync_marks: Vec::new(),
+                redis_cluster: self.redis_cluster.is_some(),
             }),
             Err(e) => {
                 let _ = std::fs::write(run_dir.join(run::KEPT_MARKER), "start failed\n");
@@ -147,6 +170,8 @@ pub struct Cluster {
     keep: bool,
     /// `(node, AOF file, size)` recorded by [`Cluster::mark_fsync`].
     fsync_marks: Vec<(usize, PathBuf, u64)>,
+    /// The nodes form one Redis Cluster.
+    redis_cluster: bool,
 }
 
 impl Cluster {
@@ -156,7 +181,28 @@ impl Cluster {
             nodes: 5,
             persist: Persist::Always,
             run_dir: None,
+            redis_cluster: None,
         }
+    }
+
+    /// For a Redis Cluster ([`Builder::redis_cluster`]): the one quorum member it is,
+    /// `redis+cluster://127.0.0.1:P1,127.0.0.1:P2,...` over every node. `None` otherwise.
+    pub fn cluster_url(&self) -> Option<String> {
+        self.redis_cluster.then(|| {
+            let seeds: Vec<String> = (0..self.len()).map(|i| self.addr(i).to_string()).collect();
+            format!("redis+cluster://{}", seeds.join(","))
+        })
+    }
+
+    /// For a Redis Cluster: the indices of the running nodes that are masters now.
+    pub fn masters(&self) -> io::Result<Vec<usize>> {
+        let mut out = Vec::new();
+        for i in (0..self.len()).filter(|&i| self.is_running(i)) {
+            if crate::redis_cluster::is_master(self.addr(i))? {
+                out.push(i);
+            }
+        }
+        Ok(out)
     }
 
     /// Number of nodes.

@@ -105,6 +105,21 @@ fn run(c: &mut Cluster, op: &str, req: &Value) -> Result<Value, String> {
     Ok(none)
 }
 
+/// The `redis_cluster` part of the `up` line: the member URL and every node with its role.
+pub fn redis_cluster_json(rc: &Cluster) -> Value {
+    let masters = rc.masters().unwrap_or_default();
+    let nodes: Vec<Value> = (0..rc.len())
+        .map(|i| {
+            json!({
+                "addr": rc.addr(i).to_string(),
+                "pid": rc.pid(i),
+                "role": if masters.contains(&i) { "master" } else { "replica" },
+            })
+        })
+        .collect();
+    json!({ "url": rc.cluster_url(), "nodes": nodes })
+}
+
 /// The `{"event":"up",…}` line that `ql-harness start` prints: every node's id, address, URL,
 /// PID, persistence mode and log, the run folder, the control socket and the clock.
 pub fn up_json(cluster: &Cluster, supervisor_pid: u32) -> Value {

@@ -13,6 +13,7 @@ pub mod ctl;
 pub mod history;
 mod node;
 pub mod proxy;
+pub mod redis_cluster;
 pub mod resp;
 pub mod run;
 pub mod skew;

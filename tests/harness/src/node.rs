@@ -104,6 +104,8 @@ pub(crate) struct Node {
     pub(crate) port: u16,
     pub(crate) dir: PathBuf,
     pub(crate) persist: Persist,
+    /// Further `redis-server` arguments (cluster mode), kept across restarts.
+    pub(crate) extra: Vec<String>,
     /// PID of the current process, or of the last one if it was killed.
     pub(crate) pid: u32,
     pub(crate) child: Option<Child>,
@@ -126,7 +128,13 @@ impl Node {
     }
 
     /// Spawns the server (not waiting for it) and records its PID and port.
-    fn spawn(server: &Server, dir: PathBuf, port: u16, persist: Persist) -> io::Result<Node> {
+    fn spawn(
+        server: &Server,
+        dir: PathBuf,
+        port: u16,
+        persist: Persist,
+        extra: &[String],
+    ) -> io::Result<Node> {
         fs::create_dir_all(&dir)?;
         let stderr = File::create(dir.join("stderr"))?;
         let mut cmd = Command::new(&server.path);
@@ -146,6 +154,7 @@ impl Node {
             cmd.env("LD_PRELOAD", shim).env("SKEWCLOCK_FILE", control);
         }
         cmd.args(persist.server_args())
+            .args(extra)
             .current_dir(&dir)
             .stdin(Stdio::null())
             .stdout(stderr.try_clone()?)
@@ -160,6 +169,7 @@ impl Node {
             port,
             dir,
             persist,
+            extra: extra.to_vec(),
             pid,
             child: Some(child),
         })
@@ -217,7 +227,7 @@ impl Node {
     /// until it answers `PING`.
     pub(crate) fn restart(&mut self, server: &Server, persist: Persist) -> io::Result<()> {
         self.kill();
-        let fresh = Node::spawn(server, self.dir.clone(), self.port, persist)?;
+        let fresh = Node::spawn(server, self.dir.clone(), self.port, persist, &self.extra)?;
         // Take over the new process: from here on our Drop kills it.
         let _ = std::mem::replace(self, fresh);
         let deadline = crate::now_us() + READY_TIMEOUT_MS * 1000;
@@ -249,6 +259,7 @@ pub(crate) fn start_all(
     run_dir: &Path,
     n: usize,
     persist: Persist,
+    extra: &[String],
 ) -> io::Result<Vec<Node>> {
     let mut used = HashSet::new();
     let mut nodes = Vec::with_capacity(n);
@@ -259,6 +270,7 @@ pub(crate) fn start_all(
             run_dir.join(format!("n{i}")),
             port,
             persist,
+            extra,
         )?);
     }
     let mut tries = vec![1usize; n];
@@ -279,7 +291,7 @@ pub(crate) fn start_all(
                     let dir = nodes[i].dir.clone();
                     // A fresh log, so an old "Address already in use" is not read again.
                     let _ = fs::remove_file(dir.join("redis.log"));
-                    nodes[i] = Node::spawn(server, dir, port, persist)?;
+                    nodes[i] = Node::spawn(server, dir, port, persist, extra)?;
                     deadlines[i] = crate::now_us() + READY_TIMEOUT_MS * 1000;
                     still.push(i);
                 }
@@ -302,11 +314,18 @@ mod tests {
     fn another_servers_port_is_never_taken_for_ours() {
         let server = Server::find().expect("redis-server");
         let run = std::env::temp_dir().join(format!("ql-node-test-{}", std::process::id()));
-        let mut theirs = start_all(&server, &run.join("theirs"), 1, Persist::None).expect("start");
+        let mut theirs =
+            start_all(&server, &run.join("theirs"), 1, Persist::None, &[]).expect("start");
         // Ours is spawned on the port their server holds: it answers PING at once, but it is
         // not our child, so ours is not ready; ours then fails to bind.
-        let mut ours =
-            Node::spawn(&server, run.join("ours"), theirs[0].port, Persist::None).expect("spawn");
+        let mut ours = Node::spawn(
+            &server,
+            run.join("ours"),
+            theirs[0].port,
+            Persist::None,
+            &[],
+        )
+        .expect("spawn");
         let mut seen = Vec::new();
         for _ in 0..300 {
             let st = ours.status();

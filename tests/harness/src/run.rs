@@ -205,10 +205,19 @@ pub fn wait_gone(pid: u32, timeout_ms: u64) -> bool {
     true
 }
 
-/// SIGKILLs every node recorded in `dir` (`n<i>/pid` + `n<i>/port`) that still is a
-/// `redis-server` on its recorded port, and waits for it. Returns how many were killed.
+/// The sub-folder of a run that holds the nodes of its Redis Cluster, if it has one.
+pub const REDIS_CLUSTER_DIR: &str = "redis-cluster";
+
+/// SIGKILLs every node recorded in `dir` (`n<i>/pid` + `n<i>/port`, and the same under
+/// [`REDIS_CLUSTER_DIR`]) that still is a `redis-server` on its recorded port, and waits for
+/// it. Returns how many were killed.
 pub fn kill_recorded_nodes(dir: &Path) -> usize {
-    let mut killed = 0;
+    let sub = dir.join(REDIS_CLUSTER_DIR);
+    let mut killed = if sub.is_dir() {
+        kill_recorded_nodes(&sub)
+    } else {
+        0
+    };
     for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
         let n = entry.path();
         let is_node = n.file_name().and_then(|s| s.to_str()).is_some_and(|s| {

@@ -45,11 +45,12 @@ static void config_and_client(void) {
   EXPECT(QL_OK, quorumlock_config_set_drift(cfg, 0.01, 2));
   EXPECT(QL_OK, quorumlock_config_set_max_ttl_ms(cfg, 0));
   EXPECT(QL_INVALID, quorumlock_client_new(cfg, &client, NULL));
-  /* The same node twice. */
+  /* The same server twice (another db) counts once. */
   EXPECT(QL_OK, quorumlock_config_set_max_ttl_ms(cfg, 60000));
-  EXPECT(QL_OK, quorumlock_config_add_node(cfg, RES("redis://127.0.0.1:1"), NULL));
-  EXPECT(QL_INVALID, quorumlock_client_new(cfg, &client, NULL));
-  CHECK(client == NULL);
+  EXPECT(QL_OK, quorumlock_config_add_node(cfg, RES("redis://127.0.0.1:1/1"), NULL));
+  EXPECT(QL_OK, quorumlock_client_new(cfg, &client, NULL));
+  CHECK(quorumlock_client_node_count(client) == 1);
+  quorumlock_client_free(client);
   quorumlock_config_free(cfg);
   quorumlock_config_free(NULL);
   quorumlock_client_free(NULL);

@@ -81,6 +81,29 @@ struct ClusterArgs {
     /// Persistence: always, none or everysec.
     #[arg(long, default_value = "always")]
     persist: Persist,
+    /// Also start one Redis Cluster with this many masters (0: none); its URL is
+    /// `redis_cluster.url` in the JSON line and QL_REDIS_CLUSTER for `exec`.
+    #[arg(long, default_value_t = 0)]
+    redis_cluster: usize,
+    /// Replicas per master of that Redis Cluster.
+    #[arg(long, default_value_t = 0)]
+    cluster_replicas: usize,
+}
+
+impl ClusterArgs {
+    /// The Redis Cluster these arguments ask for, in `dir`, if any.
+    fn start_redis_cluster(&self, dir: &Path) -> io::Result<Option<Cluster>> {
+        if self.redis_cluster == 0 {
+            return Ok(None);
+        }
+        Cluster::builder()
+            .nodes(self.redis_cluster * (1 + self.cluster_replicas))
+            .persist(self.persist)
+            .redis_cluster(self.cluster_replicas)
+            .run_dir(dir.join(run::REDIS_CLUSTER_DIR))
+            .start()
+            .map(Some)
+    }
 }
 
 #[derive(Args, Clone)]
@@ -136,6 +159,11 @@ fn start(args: &StartArgs) -> io::Result<ExitCode> {
         .arg(&dir)
         .args(["--nodes", &args.cluster.nodes.to_string()])
         .args(["--persist", args.cluster.persist.as_str()])
+        .args(["--redis-cluster", &args.cluster.redis_cluster.to_string()])
+        .args([
+            "--cluster-replicas",
+            &args.cluster.cluster_replicas.to_string(),
+        ])
         .args(["--max-lifetime", &args.max_lifetime.to_string()])
         .args(["--parent-start", &parent_start.to_string()]);
     if let Some(pid) = args.parent {
@@ -211,12 +239,16 @@ fn supervise(args: &StartArgs, dir: &Path, parent_start: u64) -> io::Result<Exit
         .persist(args.cluster.persist)
         .run_dir(dir)
         .start()?;
+    let redis_cluster = args.cluster.start_redis_cluster(dir)?;
     // Our cwd is the run folder: a relative path keeps us under the 108-byte socket limit.
     let _ = fs::remove_file("ctl.sock");
     let listener = UnixListener::bind("ctl.sock")?;
     std::thread::spawn(move || accept_loop(&listener, &tx));
 
-    let up = ctl::up_json(&cluster, std::process::id());
+    let mut up = ctl::up_json(&cluster, std::process::id());
+    if let Some(rc) = &redis_cluster {
+        up["redis_cluster"] = ctl::redis_cluster_json(rc);
+    }
     fs::write(dir.join("up.json.tmp"), format!("{up}\n"))?;
     fs::rename(dir.join("up.json.tmp"), dir.join("up.json"))?;
     eprintln!("supervisor up: {up}");
@@ -246,6 +278,7 @@ fn supervise(args: &StartArgs, dir: &Path, parent_start: u64) -> io::Result<Exit
     };
     eprintln!("supervisor stopping: {reason}");
     let _ = fs::remove_file("ctl.sock");
+    drop(redis_cluster);
     drop(cluster);
     Ok(ExitCode::SUCCESS)
 }
@@ -375,21 +408,25 @@ fn exec(args: &ClusterArgs, command: &[OsString]) -> io::Result<ExitCode> {
         .nodes(args.nodes)
         .persist(args.persist)
         .start()?;
+    let redis_cluster = args.start_redis_cluster(cluster.run_dir())?;
     let (program, rest) = command
         .split_first()
         .ok_or_else(|| io::Error::other("exec: no command given"))?;
-    let mut child = run::spawn_unmasked(
-        Command::new(program)
-            .args(rest)
-            .env("QL_NODES", cluster.urls().join(","))
-            .env("QL_RUN_DIR", cluster.run_dir()),
-    )?;
+    let mut cmd = Command::new(program);
+    cmd.args(rest)
+        .env("QL_NODES", cluster.urls().join(","))
+        .env("QL_RUN_DIR", cluster.run_dir());
+    if let Some(url) = redis_cluster.as_ref().and_then(Cluster::cluster_url) {
+        cmd.env("QL_REDIS_CLUSTER", url);
+    }
+    let mut child = run::spawn_unmasked(&mut cmd)?;
     EXEC_CHILD.store(child.id(), Ordering::SeqCst);
     if let Ok(sig) = Signal::try_from(EXEC_SIGNAL.load(Ordering::SeqCst)) {
         run::signal(child.id(), sig);
     }
     let status = child.wait()?;
     EXEC_CHILD.store(0, Ordering::SeqCst);
+    drop(redis_cluster);
     drop(cluster);
     let code = status
         .code()
