@@ -68,12 +68,27 @@ function redisUrl(i, o) {
   return `${scheme}://${auth}${hostPort(o.host ?? 'localhost', o.port ?? 6379)}/${db}`
 }
 
-function clusterUrl(i) {
-  throw refuse(
-    i,
-    'is an ioredis Cluster; this quorumlock build does not accept a Redis Cluster as a quorum member yet: ' +
-      'give one client per independent master',
-  )
+/** An ioredis startup node (a port, `host:port`, a URL or `{ host, port }`) as `host:port`. */
+function startupNode(i, node) {
+  if (typeof node === 'number') return hostPort('127.0.0.1', node)
+  if (typeof node === 'string') {
+    const url = new URL(/^[a-z]+:\/\//.test(node) ? node : `redis://${node}`)
+    return hostPort(url.hostname.replace(/^\[|\]$/g, '') || '127.0.0.1', url.port || 6379)
+  }
+  if (node !== null && typeof node === 'object') return hostPort(node.host ?? '127.0.0.1', node.port ?? 6379)
+  throw refuse(i, `startup node ${JSON.stringify(node)} is not a port, host:port or { host, port }`)
+}
+
+/** An ioredis Cluster as one member: `redis+cluster://[user:pass@]host:port,...`. */
+function clusterUrl(i, cluster) {
+  const o = cluster.options
+  refuseRouting(i, o, 'options')
+  const r = o.redisOptions ?? {}
+  refuseRouting(i, r, 'options.redisOptions')
+  const seeds = cluster.startupNodes
+  if (!Array.isArray(seeds) || seeds.length === 0) throw refuse(i, 'the ioredis Cluster has no startup nodes')
+  const scheme = tlsOn(i, r.tls, 'options.redisOptions') ? 'rediss+cluster' : 'redis+cluster'
+  return `${scheme}://${credentials(r)}${seeds.map((n) => startupNode(i, n)).join(',')}`
 }
 
 /** `{ url, keyPrefix }` of client #i: an ioredis Redis or Cluster, or a node URL string. */
@@ -82,7 +97,7 @@ function nodeOf(client, i) {
   if (client !== null && typeof client === 'object' && client.options !== null && typeof client.options === 'object') {
     const o = client.options
     if (client.isCluster === true) {
-      return { url: clusterUrl(i), keyPrefix: o.keyPrefix ?? o.redisOptions?.keyPrefix ?? '' }
+      return { url: clusterUrl(i, client), keyPrefix: o.keyPrefix ?? o.redisOptions?.keyPrefix ?? '' }
     }
     return { url: redisUrl(i, o), keyPrefix: o.keyPrefix ?? '' }
   }

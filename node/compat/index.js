@@ -61,6 +61,7 @@ function innerOf(lock) {
 class Redlock extends EventEmitter {
   #client
   #clients
+  #nodeTimeout
   #quit = false
 
   constructor(clients, settings = {}, scripts = {}) {
@@ -75,6 +76,7 @@ class Redlock extends EventEmitter {
     if (this.clients.size === 0) throw new Error('Redlock must be instantiated with at least one redis client.')
     this.settings = mergeSettings(defaultSettings, settings, Object.keys(extraDefaults))
     this.#clients = [...this.clients]
+    this.#nodeTimeout = settings?.nodeTimeout
     const { urls, keyPrefix } = nodesOf(this.#clients)
     this.#client = new Client(clientOptions(settings ?? {}, urls, keyPrefix))
   }
@@ -83,10 +85,9 @@ class Redlock extends EventEmitter {
     if (this.#quit) throw invalid('this Redlock was quit; create a new one')
   }
 
-  /** node-redlock's stats of each attempt, emitting every vote against on 'error'. */
-  #attempts(count, nodes, keyCount) {
-    const stats = statsOf(this.#clients, nodes, keyCount)
-    const all = Array.from({ length: Math.max(1, count) }, () => stats)
+  /** node-redlock's stats of each attempt's node entries, emitting every vote against on 'error'. */
+  #attempts(reports, keyCount) {
+    const all = reports.map((nodes) => statsOf(this.#clients, nodes, keyCount))
     for (const s of all) for (const error of s.votesAgainst.values()) this.emit('error', error)
     return all.map((s) => Promise.resolve(s))
   }
@@ -97,7 +98,7 @@ class Redlock extends EventEmitter {
     const expired = e.code === 'QL_LOST' && e.lostReason !== 'Taken'
     const error = expired
       ? new ExecutionError(EXPIRED_MESSAGE, [])
-      : new ExecutionError(QUORUM_MESSAGE, this.#attempts(e.attempts, e.nodes, keyCount))
+      : new ExecutionError(QUORUM_MESSAGE, this.#attempts(e.attemptReports.length > 0 ? e.attemptReports : [e.nodes], keyCount))
     error.cause = e
     return error
   }
@@ -116,14 +117,16 @@ class Redlock extends EventEmitter {
     } catch (e) {
       throw this.#executionError(e, resources.length)
     }
-    return this.#wrap(inner, resources, this.#attempts(inner.attempts, inner.nodes, resources.length))
+    // The engine keeps the nodes' answers of the successful attempt only: the earlier
+    // (failed) attempts of a successful acquisition are not reported.
+    return this.#wrap(inner, resources, this.#attempts([inner.nodes], resources.length))
   }
 
   /** Locks the resources for `duration` ms; rejects with ExecutionError when no quorum agreed. */
   async acquire(resources, duration, settings) {
     checkDuration(duration)
     checkResources(resources)
-    return this.#acquire(resources, lockOptions(this.settings, duration, settings).options)
+    return this.#acquire(resources, lockOptions(this.settings, duration, settings, this.#nodeTimeout).options)
   }
 
   /** Releases the lock on every node; rejects with ExecutionError if fewer than a quorum still held it. */
@@ -133,7 +136,7 @@ class Redlock extends EventEmitter {
     lock.expiration = 0
     const start = Date.now()
     const report = await inner.release()
-    const attempts = this.#attempts(1, report.nodes, lock.resources.length)
+    const attempts = this.#attempts([report.nodes], lock.resources.length)
     const stats = await attempts[0]
     if (stats.votesFor.size < stats.quorumSize) throw new ExecutionError(QUORUM_MESSAGE, attempts)
     return { attempts, start }
@@ -166,7 +169,7 @@ class Redlock extends EventEmitter {
     const routine = optionalRoutine ?? settingsOrRoutine
     if (typeof routine !== 'function') throw new Error('INVARIANT: routine is not a function.')
     checkResources(resources)
-    const { settings, options } = lockOptions(this.settings, duration, settingsArg)
+    const { settings, options } = lockOptions(this.settings, duration, settingsArg, this.#nodeTimeout)
     if (settings.automaticExtensionThreshold > duration - 100) {
       throw new Error('A lock `duration` must be at least 100ms greater than the `automaticExtensionThreshold` setting.')
     }

@@ -91,9 +91,11 @@ function clientOptions(settings, urls, keyPrefix) {
 
 /**
  * Engine lock options for node-redlock settings. node-redlock waits `retryDelay ± retryJitter`
- * (uniform, at least 0) between attempts; the engine waits `delay + [0, jitter)`.
+ * (uniform, at least 0) between attempts; the engine waits `delay + [0, jitter)`. node-redlock
+ * has no per-node deadline (it waits for ioredis); unless `nodeTimeout` is set, a node gets
+ * `duration / 10` clamped to 50..1000 ms, not the engine's tighter `duration / 200` (5..50 ms).
  */
-function lockOptions(redlockSettings, duration, settings) {
+function lockOptions(redlockSettings, duration, settings, nodeTimeout) {
   const s = mergeSettings(redlockSettings, settings)
   if (s.driftFactor !== redlockSettings.driftFactor) {
     throw new QuorumlockError({
@@ -111,6 +113,7 @@ function lockOptions(redlockSettings, duration, settings) {
       retryCount: s.retryCount === -1 ? Infinity : s.retryCount,
       retryDelayMs: low,
       retryJitterMs: Math.round(s.retryDelay + s.retryJitter) - low,
+      nodeTimeoutMs: nodeTimeout ?? Math.min(1000, Math.max(50, Math.floor(duration / 10))),
     },
   }
 }

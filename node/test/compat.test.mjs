@@ -46,13 +46,32 @@ after(() => cluster.stop())
 
 const pttl = (i, key) => cluster.command(i, 'PTTL', key)
 
-test('fresh plain servers lock at once; quarantine is opt-in', async () => {
+/** The process warnings with `code` seen while `fn` runs. */
+async function warningsDuring(code, fn) {
+  const seen = []
+  const listener = (w) => w.code === code && seen.push(w)
+  process.on('warning', listener)
+  try {
+    await fn()
+    await sleep(50)
+  } finally {
+    process.off('warning', listener)
+  }
+  return seen
+}
+
+test('fresh plain servers lock at once, with a restart warning; quarantine is opt-in', async () => {
   const fresh = startCluster(3, 'none')
   try {
     const clients = fresh.addrs.map((addr) => new Client(hostPort(addr)))
-    const lock = await new Redlock(clients).acquire(['fresh'], 1000)
-    assert.equal(lock.attempts.length, 1)
-    await lock.release()
+    const warnings = await warningsDuring('QL_W_NOT_DURABLE', async () => {
+      const lock = await new Redlock(clients).acquire(['fresh'], 1000)
+      assert.equal(lock.attempts.length, 1)
+      await lock.release()
+    })
+    assert.equal(warnings.length, 3, `${warnings}`)
+    assert.equal(warnings[0].name, 'QuorumlockWarning')
+    assert.match(warnings[0].message, /restart.*appendfsync always.*quarantine/)
     const strict = new Redlock(clients, { quarantine: 'on', retryCount: 0 })
     await assert.rejects(strict.acquire(['fresh'], 1000), (e) => {
       assert.ok(e instanceof ExecutionError)
@@ -162,7 +181,9 @@ test('a busy resource: one ExecutionAttempt per attempt, ResourceLockedError vot
     return true
   })
   const error = await redlock.acquire(['busy'], 1000).catch((e) => e)
-  for (const stats of await Promise.all(error.attempts)) {
+  const attempts = await Promise.all(error.attempts)
+  assert.equal(new Set(attempts).size, 3, 'one ExecutionStats per attempt, not one shared')
+  for (const stats of attempts) {
     assert.equal(stats.membershipSize, 3)
     assert.equal(stats.quorumSize, 2)
     assert.ok(stats.votesAgainst.size >= 2)
@@ -288,14 +309,14 @@ test('ioredis keyPrefix prefixes the keys; different prefixes are refused', asyn
   assert.throws(() => new Redlock([prefixed[0], redisB, redisC]), { code: 'QL_INVALID', message: /keyPrefix/ })
 })
 
-test('what cannot be honored is refused by name: sentinels, natMap, TLS certificates, scripts, Cluster', () => {
+test('what cannot be honored is refused by name: sentinels, natMap, TLS certificates, scripts', () => {
   const refused = (clients, pattern, scripts) =>
     assert.throws(() => new Redlock(clients, {}, scripts), (e) => e.code === 'QL_INVALID' && pattern.test(e.message))
   refused([new Client({ sentinels: [{ host: 's', port: 26379 }], name: 'mymaster' })], /options\.sentinels.*list the masters/)
   refused([new Client({ natMap: { '10.0.0.1:6379': { host: 'a', port: 1 } } })], /options\.natMap/)
   refused([new Client({ tls: { ca: 'PEM', rejectUnauthorized: false } })], /options\.tls\.ca, options\.tls\.rejectUnauthorized/)
   refused([redisA], /custom scripts \(acquireScript\)/, { acquireScript: (s) => s })
-  refused([{ isCluster: true, options: {} }], /ioredis Cluster/)
+  refused([{ isCluster: true, options: {}, startupNodes: [] }], /no startup nodes/)
   assert.doesNotThrow(() => new Redlock([new Client({ tls: {} })]))
   assert.throws(() => new Redlock([42]), TypeError)
   assert.throws(() => new Redlock([]), { message: 'Redlock must be instantiated with at least one redis client.' })
@@ -310,6 +331,36 @@ test('quit() leaves the caller\'s clients open, refuses new locks, and release s
   await assert.rejects(lock.extend(1000), { code: 'QL_INVALID' })
   await lock.release()
   assert.deepEqual(await valuesOn(cluster, 'q'), [null, null, null])
+})
+
+test('one server given twice counts once, with a warning', async () => {
+  const twin = new Client(redisA.options)
+  const warnings = await warningsDuring('QL_W_DUPLICATE_NODE', async () => {
+    const lock = await new Redlock([redisA, twin, redisB]).acquire(['twice'], 2000)
+    await lock.release()
+  })
+  assert.equal(warnings.length, 1)
+})
+
+test('an ioredis Cluster is one member: its startup nodes and credentials become a redis+cluster:// URL', async () => {
+  const rc = startCluster(0, 'none', { redisCluster: 3 })
+  try {
+    const seeds = rc.redisCluster.addrs.slice(0, 2).map(hostPort)
+    const ioredisCluster = { isCluster: true, options: { redisOptions: { tls: undefined } }, startupNodes: seeds }
+    const redlock = new Redlock([ioredisCluster], { retryCount: 0 })
+    // Resources in different hash slots, all or nothing.
+    const lock = await redlock.acquire(['{a}1', '{b}2', '{c}3'], 5000)
+    await assert.rejects(redlock.acquire(['{c}3'], 1000), ExecutionError)
+    const extended = await lock.extend(10_000)
+    await extended.release()
+    const again = await redlock.acquire(['{c}3'], 1000)
+    await again.release()
+    const wrong = { ...ioredisCluster, options: { redisOptions: { password: 'wrong' } } }
+    await assert.rejects(new Redlock([wrong], { retryCount: 0 }).acquire(['x'], 1000), ExecutionError)
+    assert.throws(() => new Redlock([{ ...ioredisCluster, options: { natMap: {} } }]), { code: 'QL_INVALID', message: /natMap/ })
+  } finally {
+    rc.stop()
+  }
 })
 
 test('node URLs are clients too', async () => {

@@ -16,8 +16,10 @@
 #   - each docker-compose host (`{ host: "redis-single-instance" }`, ...) becomes
 #     `{ host: "127.0.0.1", port: <a ql-harness node> }`.
 # The suite's unreachable-node test keeps its `127.0.0.1:6379`; nothing may listen there.
-# --no-cluster removes the two `run("cluster", ...)` calls (12 of the 24 tests) when no Redis
-# Cluster is available. Then it builds the tests with the suite's own `npm run build` (tsc),
+# As in the suite's docker-compose file, the single-client Cluster has 3 masters with a replica
+# each and the three Clusters of the multi-client tests have 3 masters each; a Cluster's host is
+# its first node. --no-cluster removes the two `run("cluster", ...)` calls (12 of the 24 tests)
+# instead of starting Clusters. Then it builds the tests with the suite's own `npm run build` (tsc),
 # runs `npm test` (ava) and prints `passed/total`.
 set -euo pipefail
 
@@ -56,19 +58,29 @@ if [ "$target" = npm ]; then
 fi
 
 # Plain nodes: 1 for single.test.ts, 3 for multi.test.ts (the suite's files run in parallel).
-up=$("$harness" start --nodes 4 --persist none --parent $$ | tail -n 1)
-run_dir=$(node -e 'console.log(JSON.parse(process.argv[1]).run_dir)' "$up")
-trap '"$harness" stop "$run_dir" >/dev/null 2>&1 || true' EXIT
-mapfile -t ports < <(node -e 'for (const n of JSON.parse(process.argv[1]).nodes) console.log(n.addr.split(":").pop())' "$up")
-
-pristine=$(mktemp -d)
-cp src/*.test.ts "$pristine/"
+# Each start also stops with this script (--parent); run-dirs lists them for an early stop.
+: >run-dirs
+trap 'while read -r d; do "$harness" stop "$d" >/dev/null 2>&1 || true; done <run-dirs' EXIT
+start() {
+  local up
+  up=$("$harness" start --persist none --parent $$ "$@" | tail -n 1)
+  node -e 'console.log(JSON.parse(process.argv[1]).run_dir)' "$up" >>run-dirs
+  node -e 'const u = JSON.parse(process.argv[1]); for (const n of u.redis_cluster ? [u.redis_cluster.nodes[0]] : u.nodes) console.log(n.addr.split(":").pop())' "$up"
+}
+mapfile -t ports < <(start --nodes 4)
 hosts=(
   redis-single-instance "${ports[0]}"
   redis-multi-instance-a "${ports[1]}"
   redis-multi-instance-b "${ports[2]}"
   redis-multi-instance-c "${ports[3]}"
 )
+if [ $cluster = yes ]; then
+  hosts+=(redis-single-cluster-1 "$(start --nodes 0 --redis-cluster 3 --cluster-replicas 1)")
+  for c in a b c; do hosts+=("redis-multi-cluster-$c-1" "$(start --nodes 0 --redis-cluster 3)"); done
+fi
+
+pristine=$(mktemp -d)
+cp src/*.test.ts "$pristine/"
 for ((i = 0; i < ${#hosts[@]}; i += 2)); do
   sed -i "s/{ host: \"${hosts[i]}\" }/{ host: \"127.0.0.1\", port: ${hosts[i + 1]} }/" src/*.test.ts
 done
@@ -79,9 +91,6 @@ esac
 if [ $cluster = no ]; then
   # Drop `run("cluster", ...);` (one call spanning up to 6 lines) from both files.
   sed -i '/^run(\s*$/{N;/"cluster"/{:a;/);\s*$/!{N;ba};d}}; /^run("cluster"/d' src/*.test.ts
-else
-  echo "Redis Cluster nodes are not started by ql-harness yet; use --no-cluster" >&2
-  exit 2
 fi
 echo "---- changes to node-redlock's tests ----"
 diff -u "$pristine/single.test.ts" src/single.test.ts | tail -n +3 || true
