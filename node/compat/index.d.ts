@@ -134,6 +134,8 @@ declare namespace Redlock {
     readonly attempts: ReadonlyArray<Promise<ExecutionStats>>
     /** Milliseconds since the epoch when the lock expires (0 once released or extended). */
     expiration: number
+    /** With the `fenced` setting, the fencing token of the first resource; else null. */
+    readonly token?: bigint | null
     release(): Promise<ExecutionResult>
     extend(duration: number): Promise<Lock>
   }

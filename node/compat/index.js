@@ -105,6 +105,8 @@ class Redlock extends EventEmitter {
 
   #wrap(inner, resources, attempts) {
     const lock = new Lock(this, resources, inner.value, attempts, Date.now() + inner.remainingMs)
+    // With the `fenced` setting: the fencing token (a bigint), else null.
+    lock.token = inner.token
     Object.defineProperty(lock, INNER, { value: inner })
     return lock
   }

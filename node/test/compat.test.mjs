@@ -363,6 +363,17 @@ test('an ioredis Cluster is one member: its startup nodes and credentials become
   }
 })
 
+test('the fenced setting gives every lock a growing fencing token', async () => {
+  const redlock = new Redlock([redisA, redisB, redisC], { fenced: true })
+  const first = await redlock.acquire(['fenced'], 2000)
+  await first.release()
+  const second = await redlock.acquire(['fenced'], 2000)
+  assert.equal(typeof first.token, 'bigint')
+  assert.ok(second.token > first.token)
+  await second.release()
+  assert.equal((await new Redlock([redisA]).acquire(['plain'], 1000)).token, null)
+})
+
 test('node URLs are clients too', async () => {
   const redlock = new Redlock(cluster.urls)
   const lock = await redlock.acquire(['by-url'], 1000)
