@@ -192,6 +192,11 @@ export declare class QuorumlockError extends Error {
   readonly lostReason: string | null
   /** One entry per configured node (empty when nothing was sent). */
   readonly nodes: readonly NodeEntry[]
+  /**
+   * For a failed acquisition, the node entries of each attempt, oldest first (at most the 64
+   * most recent; the last is `nodes` unless aborted between attempts); empty otherwise.
+   */
+  readonly attemptReports: readonly (readonly NodeEntry[])[]
 }
 
 /** Options of one acquisition; absent fields keep the client's defaults. Durations in ms. */
@@ -320,7 +325,11 @@ export declare class Lock {
 
 /** A Redlock client over N independent Redis masters. */
 export declare class Client {
-  /** Checks the options at once and starts connecting in the background. */
+  /**
+   * Checks the options at once and starts connecting in the background. Warnings (a counted
+   * node without durable writes, one server listed twice, ...) become process warnings of
+   * type `QuorumlockWarning` with a `QL_W_...` code, once per kind and node.
+   */
   constructor(options: ClientOptions | string[])
   /** Connects; rejects with a QuorumlockError (with `requireQuorum`, when too few nodes connect). */
   static connect(options: ClientOptions | string[]): Promise<Client>

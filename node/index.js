@@ -39,6 +39,7 @@ class QuorumlockError extends Error {
     this.validityMs = detail.validityMs ?? null
     this.lostReason = detail.lostReason ?? null
     this.nodes = freezeNodes(detail.nodes)
+    this.attemptReports = Object.freeze((detail.attemptReports ?? []).map(freezeNodes))
   }
 }
 
@@ -241,6 +242,20 @@ function toMetrics(m) {
   })
 }
 
+const warned = new Set()
+
+/**
+ * A client warning as a process warning (`process.on('warning')`, code `QL_W_...`), once per
+ * process for each code and node address, however many clients see it.
+ */
+function emitWarning(w) {
+  const key = `${w.code} ${w.address ?? ''}`
+  if (warned.has(key)) return
+  warned.add(key)
+  const where = w.node == null ? '' : `node #${w.node} (${w.address}): `
+  process.emitWarning(`${where}${w.message}`, { type: 'QuorumlockWarning', code: w.code })
+}
+
 // ---- Lock and Client ---------------------------------------------------------------------
 
 const CREATE = Symbol('create')
@@ -364,7 +379,7 @@ class Client {
   /** Checks the options at once and starts connecting in the background. */
   constructor(options) {
     const opts = clientOptions(options)
-    this.#ready = native.connect(opts).then((outcome) => {
+    this.#ready = native.connect(opts, emitWarning).then((outcome) => {
       this.#native = unwrap(outcome)
       return this.#native
     })

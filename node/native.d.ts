@@ -107,8 +107,9 @@ export interface AcquireOutcome {
 /**
  * Validates the options and connects to the nodes (waiting at most `connectTimeoutMs`).
  * Nodes not connected by then keep connecting in the background unless `requireQuorum`.
+ * `onWarning` receives each warning once per kind and node.
  */
-export declare function connect(options: NativeClientOptions): Promise<ConnectOutcome>
+export declare function connect(options: NativeClientOptions, onWarning?: WarningCallback | undefined | null): Promise<ConnectOutcome>
 
 /** `{ value }` or `{ error }` of [`connect`]. */
 export interface ConnectOutcome {
@@ -204,6 +205,11 @@ export interface NativeError {
   lostReason?: string
   /** One entry per configured node (empty when nothing was sent). */
   nodes: Array<NodeEntry>
+  /**
+   * For a failed acquisition, the entries of each attempt, oldest first (at most the 64
+   * most recent; the last is `nodes` unless cancelled between attempts).
+   */
+  attemptReports: Array<Array<NodeEntry>>
 }
 
 /**
@@ -302,6 +308,18 @@ export interface NativeOpMetrics {
   failed: Array<CountEntry>
   /** The duration of every call, failed ones included. */
   latency: NativeHistogram
+}
+
+/** A warning of the client (`quorumlock::Warning`): fails nothing, but a user should know. */
+export interface NativeWarning {
+  /** The stable code, e.g. `"QL_W_NOT_DURABLE"`. */
+  code: string
+  /** The node's index, when it is about one node. */
+  node?: number
+  /** The node's address (`host:port/db`), when it is about one node. */
+  address?: string
+  /** What happened and what to do about it. */
+  message: string
 }
 
 /** One node's entry of a report. */

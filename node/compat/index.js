@@ -1,105 +1,45 @@
 'use strict'
-// quorumlock/compat: the node-redlock v5 API over quorumlock's engine. It translates clients,
-// settings, results and errors, and nothing else. ioredis is never a dependency: clients are
-// read through their `.options` (host, port, db, username, password, tls, path).
+// quorumlock/compat: node-redlock v5's API over quorumlock's engine. It converts clients,
+// settings, results and errors, and nothing else: retries, validity, cleanup and the
+// automatic extension are the engine's. ioredis is never a dependency.
 
 const { EventEmitter } = require('node:events')
 const { Client, QuorumlockError } = require('../index.js')
+const { nodesOf } = require('./clients.js')
+const { ResourceLockedError, ExecutionError, statsOf, QUORUM_MESSAGE, EXPIRED_MESSAGE } = require('./errors.js')
+const { defaultSettings, extraDefaults, mergeSettings, clientOptions, lockOptions } = require('./settings.js')
 
-/** A node reported that another owner holds a resource (emitted on 'error'). */
-class ResourceLockedError extends Error {
-  constructor(message) {
-    super(message)
-    this.name = 'ResourceLockedError'
-  }
-}
+// Engine failures that node-redlock reports as an ExecutionError: no quorum in the window.
+const QUORUM_CODES = new Set(['QL_BUSY', 'QL_QUORUM', 'QL_VALIDITY', 'QL_TIMEOUT', 'QL_LOST', 'QL_EXT_LIMIT'])
 
-/** An operation failed to reach a quorum within its retry window. */
-class ExecutionError extends Error {
-  constructor(message, attempts) {
-    super(message)
-    this.name = 'ExecutionError'
-    this.attempts = attempts
-  }
-}
+const INNER = Symbol('quorumlock lock')
 
-const defaultSettings = Object.freeze({
-  driftFactor: 0.01,
-  retryCount: 10,
-  retryDelay: 200,
-  retryJitter: 100,
-  automaticExtensionThreshold: 500,
-})
-
-const QUORUM_CODES = new Set(['QL_BUSY', 'QL_QUORUM', 'QL_VALIDITY', 'QL_LOST', 'QL_EXT_LIMIT'])
-
-function nodeUrl(client, i) {
-  if (typeof client === 'string') return client
-  if (client !== null && typeof client === 'object') {
-    if (client.isCluster === true) {
-      throw new QuorumlockError({
-        code: 'QL_INVALID',
-        message: `QL_INVALID: client #${i} is an ioredis Cluster; Redlock needs independent masters (one client per node)`,
-        attempts: 0,
-        nodes: [],
-      })
-    }
-    const o = client.options
-    if (o !== null && typeof o === 'object') {
-      const db = o.db ?? 0
-      if (o.path) return `unix://${o.path}?db=${db}`
-      const scheme = o.tls ? 'rediss' : 'redis'
-      const user = o.username ? encodeURIComponent(o.username) : ''
-      const auth = o.password != null && o.password !== '' ? `${user}:${encodeURIComponent(o.password)}@` : user ? `${user}@` : ''
-      const host = String(o.host ?? 'localhost')
-      return `${scheme}://${auth}${host.includes(':') ? `[${host}]` : host}:${o.port ?? 6379}/${db}`
-    }
-  }
-  throw new TypeError(`client #${i} must be an ioredis client (with .options) or a redis:// URL`)
+function invalid(message) {
+  return new QuorumlockError({ code: 'QL_INVALID', message: `QL_INVALID: ${message}`, attempts: 0, nodes: [] })
 }
 
 function checkDuration(duration) {
-  if (typeof duration !== 'number') throw new TypeError('Duration must be a number of milliseconds.')
-  if (Math.floor(duration) !== duration || duration <= 0) {
-    throw new RangeError('Duration must be an integer value in milliseconds.')
+  if (typeof duration !== 'number' || Math.floor(duration) !== duration) {
+    const E = typeof duration === 'number' ? RangeError : TypeError
+    throw new E('Duration must be an integer value in milliseconds.')
   }
+  if (duration <= 0) throw new RangeError(`Duration must be a positive integer value in milliseconds (got ${duration}).`)
 }
 
 function checkResources(resources) {
-  if (!Array.isArray(resources) || !resources.every((r) => typeof r === 'string')) {
-    throw new TypeError('resources must be an array of strings')
+  if (!Array.isArray(resources) || resources.length === 0 || !resources.every((r) => typeof r === 'string')) {
+    throw new TypeError('resources must be a non-empty array of strings')
   }
 }
 
-/** The per-attempt statistics node-redlock reports, built from a per-node report. */
-function stats(redlock, nodes, resources) {
-  const clients = [...redlock.clients]
-  const votesFor = new Set()
-  const votesAgainst = new Map()
-  for (const n of nodes) {
-    const client = clients[n.index]
-    if (n.kind === 'Ok' || n.kind === 'Released') votesFor.add(client)
-    else if (n.kind !== 'Pending') votesAgainst.set(client, nodeError(n, resources))
-  }
-  return { membershipSize: clients.length, quorumSize: Math.floor(clients.length / 2) + 1, votesFor, votesAgainst }
-}
-
-function nodeError(n, resources) {
-  if (n.kind === 'HeldByOther') {
-    return new ResourceLockedError(`The lock on ${JSON.stringify(resources)} is held by another owner on ${n.address}.`)
-  }
-  return new Error(`${n.kind} on ${n.address}${n.detail ? `: ${n.detail}` : ''}`)
-}
-
-/** A lock in node-redlock's shape; `extend` updates it in place and returns it. */
+/** A held lock, node-redlock's class: `extend` returns a new Lock and zeroes this one's expiration. */
 class Lock {
-  constructor(redlock, inner, resources, attempts) {
+  constructor(redlock, resources, value, attempts, expiration) {
     this.redlock = redlock
     this.resources = resources
-    this.value = inner.value
+    this.value = value
     this.attempts = attempts
-    this.expiration = Date.now() + inner.remainingMs
-    Object.defineProperty(this, 'inner', { value: inner })
+    this.expiration = expiration
   }
 
   async release() {
@@ -111,126 +51,140 @@ class Lock {
   }
 }
 
-/** node-redlock v5's `Redlock` class. */
+function innerOf(lock) {
+  const inner = lock instanceof Lock ? lock[INNER] : undefined
+  if (inner === undefined) throw invalid('this Lock was not acquired through quorumlock/compat')
+  return inner
+}
+
+/** node-redlock v5's Redlock. */
 class Redlock extends EventEmitter {
+  #client
+  #clients
+  #nodeTimeout
+  #quit = false
+
   constructor(clients, settings = {}, scripts = {}) {
     super()
+    // As node-redlock does: an 'error' event without listeners must not crash.
+    this.on('error', () => {})
     if (clients === null || typeof clients !== 'object' || typeof clients[Symbol.iterator] !== 'function') {
       throw new TypeError('Redlock needs an iterable of ioredis clients or redis:// URLs')
     }
-    void scripts // node-redlock's custom Lua scripts have no equivalent: the engine owns its scripts.
+    refuseScripts(scripts)
     this.clients = new Set(clients)
     if (this.clients.size === 0) throw new Error('Redlock must be instantiated with at least one redis client.')
-    this.settings = { ...defaultSettings, ...settings }
-    const urls = [...this.clients].map(nodeUrl)
-    Object.defineProperty(this, 'client', {
-      // node-redlock locks the bare resource name: share its keys during a migration.
-      value: new Client({
-        nodes: urls,
-        driftFactor: this.settings.driftFactor,
-        keyPrefix: '',
-        keyFormat: 'bare',
-      }),
-    })
+    this.settings = mergeSettings(defaultSettings, settings, Object.keys(extraDefaults))
+    this.#clients = [...this.clients]
+    this.#nodeTimeout = settings?.nodeTimeout
+    const { urls, keyPrefix } = nodesOf(this.#clients)
+    this.#client = new Client(clientOptions(settings ?? {}, urls, keyPrefix))
   }
 
-  #lockOptions(duration, settings) {
-    const s = { ...this.settings, ...settings }
-    return {
-      ttlMs: duration,
-      retryCount: s.retryCount < 0 ? Infinity : s.retryCount,
-      retryDelayMs: s.retryDelay,
-      retryJitterMs: s.retryJitter,
-    }
+  #open() {
+    if (this.#quit) throw invalid('this Redlock was quit; create a new one')
   }
 
-  #emitNodeErrors(nodes, resources) {
-    if (this.listenerCount('error') === 0) return
-    for (const n of nodes) {
-      if (n.kind === 'HeldByOther' || n.category !== 'Vote') this.emit('error', nodeError(n, resources))
-    }
+  /** node-redlock's stats of each attempt's node entries, emitting every vote against on 'error'. */
+  #attempts(reports, keyCount) {
+    const all = reports.map((nodes) => statsOf(this.#clients, nodes, keyCount))
+    for (const s of all) for (const error of s.votesAgainst.values()) this.emit('error', error)
+    return all.map((s) => Promise.resolve(s))
   }
 
-  /** Maps a quorum failure to ExecutionError; other errors (bad input) pass unchanged. */
-  #fail(e, resources, what) {
+  /** An engine failure as node-redlock reports it; other errors (bad input) pass unchanged. */
+  #executionError(e, keyCount) {
     if (!(e instanceof QuorumlockError) || !QUORUM_CODES.has(e.code)) return e
-    this.#emitNodeErrors(e.nodes, resources)
-    const s = stats(this, e.nodes, resources)
-    const attempts = Array.from({ length: Math.max(1, e.attempts) }, () => Promise.resolve(s))
-    const error = new ExecutionError(`The operation was unable to achieve a quorum during its ${what}.`, attempts)
+    const expired = e.code === 'QL_LOST' && e.lostReason !== 'Taken'
+    const error = expired
+      ? new ExecutionError(EXPIRED_MESSAGE, [])
+      : new ExecutionError(QUORUM_MESSAGE, this.#attempts(e.attemptReports.length > 0 ? e.attemptReports : [e.nodes], keyCount))
     error.cause = e
     return error
   }
 
-  /** Acquires a lock on the resources for `duration` ms. */
-  async acquire(resources, duration, settings) {
-    checkResources(resources)
-    checkDuration(duration)
-    return this.#acquire(resources, duration, this.#lockOptions(duration, settings))
-  }
-
-  async #acquire(resources, duration, options) {
-    let inner
-    try {
-      inner = await this.client.acquire(resources, options)
-    } catch (e) {
-      throw this.#fail(e, resources, 'retry window')
-    }
-    this.#emitNodeErrors(inner.nodes, resources)
-    const s = stats(this, inner.nodes, resources)
-    const attempts = Array.from({ length: inner.attempts }, () => Promise.resolve(s))
-    return new Lock(this, inner, resources, attempts)
-  }
-
-  /** Releases the lock on every node. */
-  async release(lock) {
-    const start = Date.now()
-    const report = await lock.inner.release()
-    lock.expiration = 0
-    return { attempts: [Promise.resolve(stats(this, report.nodes, lock.resources))], start }
-  }
-
-  /** Extends the lock to `duration` ms from now; updates `lock` and returns it. */
-  async extend(lock, duration) {
-    checkDuration(duration)
-    if (lock.expiration < Date.now()) throw new ExecutionError('Cannot extend an already-expired lock.', [])
-    try {
-      await lock.inner.extend(duration)
-    } catch (e) {
-      throw this.#fail(e, lock.resources, 'extension')
-    }
-    lock.expiration = Date.now() + lock.inner.remainingMs
+  #wrap(inner, resources, attempts) {
+    const lock = new Lock(this, resources, inner.value, attempts, Date.now() + inner.remainingMs)
+    // With the `fenced` setting: the fencing token (a bigint), else null.
+    lock.token = inner.token
+    Object.defineProperty(lock, INNER, { value: inner })
     return lock
   }
 
+  async #acquire(resources, options) {
+    this.#open()
+    let inner
+    try {
+      inner = await this.#client.acquire(resources, options)
+    } catch (e) {
+      throw this.#executionError(e, resources.length)
+    }
+    // The engine keeps the nodes' answers of the successful attempt only: the earlier
+    // (failed) attempts of a successful acquisition are not reported.
+    return this.#wrap(inner, resources, this.#attempts([inner.nodes], resources.length))
+  }
+
+  /** Locks the resources for `duration` ms; rejects with ExecutionError when no quorum agreed. */
+  async acquire(resources, duration, settings) {
+    checkDuration(duration)
+    checkResources(resources)
+    return this.#acquire(resources, lockOptions(this.settings, duration, settings, this.#nodeTimeout).options)
+  }
+
+  /** Releases the lock on every node; rejects with ExecutionError if fewer than a quorum still held it. */
+  async release(lock, settings) {
+    mergeSettings(this.settings, settings)
+    const inner = innerOf(lock)
+    lock.expiration = 0
+    const start = Date.now()
+    const report = await inner.release()
+    const attempts = this.#attempts([report.nodes], lock.resources.length)
+    const stats = await attempts[0]
+    if (stats.votesFor.size < stats.quorumSize) throw new ExecutionError(QUORUM_MESSAGE, attempts)
+    return { attempts, start }
+  }
+
+  /** Extends a valid lock to `duration` ms from now; returns a new Lock and zeroes `existing.expiration`. */
+  async extend(existing, duration, settings) {
+    checkDuration(duration)
+    mergeSettings(this.settings, settings)
+    const inner = innerOf(existing)
+    this.#open()
+    if (existing.expiration < Date.now()) throw new ExecutionError(EXPIRED_MESSAGE, [])
+    try {
+      await inner.extend(duration)
+    } catch (e) {
+      throw this.#executionError(e, existing.resources.length)
+    }
+    existing.expiration = 0
+    return this.#wrap(inner, existing.resources, [])
+  }
+
   /**
-   * Runs `routine(signal)` under the lock, extended automatically; `signal.aborted` and
-   * `signal.error` tell the routine the lock was lost. Releases afterwards.
+   * Runs `routine(signal)` under the lock, extended automatically `automaticExtensionThreshold`
+   * ms before it expires; `signal` aborts, with `signal.error`, when the lock is lost. Releases
+   * afterwards.
    */
   async using(resources, duration, settingsOrRoutine, optionalRoutine) {
-    const settings = typeof settingsOrRoutine === 'function' ? {} : (settingsOrRoutine ?? {})
-    const routine = typeof settingsOrRoutine === 'function' ? settingsOrRoutine : optionalRoutine
-    if (typeof routine !== 'function') throw new TypeError('using() needs a routine: async (signal) => ...')
-    checkResources(resources)
     checkDuration(duration)
-    const threshold = settings.automaticExtensionThreshold ?? this.settings.automaticExtensionThreshold
-    if (threshold > duration - 100) {
+    const settingsArg = typeof settingsOrRoutine === 'function' ? undefined : settingsOrRoutine
+    const routine = optionalRoutine ?? settingsOrRoutine
+    if (typeof routine !== 'function') throw new Error('INVARIANT: routine is not a function.')
+    checkResources(resources)
+    const { settings, options } = lockOptions(this.settings, duration, settingsArg, this.#nodeTimeout)
+    if (settings.automaticExtensionThreshold > duration - 100) {
       throw new Error('A lock `duration` must be at least 100ms greater than the `automaticExtensionThreshold` setting.')
     }
-    const options = {
-      ...this.#lockOptions(duration, settings),
-      autoExtend: true,
-      extendIntervalMs: Math.max(1, Math.min(Math.floor(duration / 3), duration - threshold)),
-    }
-    const lock = await this.#acquire(resources, duration, options)
+    // node-redlock extends when `threshold` ms are left of `duration - drift`.
+    const drift = Math.round(settings.driftFactor * duration) + 2
+    const interval = Math.max(1, Math.round(duration - drift - settings.automaticExtensionThreshold))
+    const lock = await this.#acquire(resources, { ...options, autoExtend: true, extendIntervalMs: interval })
     const controller = new AbortController()
     const signal = controller.signal
-    signal.error = undefined
-    const lost = lock.inner.signal
+    const lost = lock[INNER].signal
     const onLost = () => {
-      signal.error = lost.reason
-      this.#emitNodeErrors(lost.reason.nodes, resources)
-      controller.abort(lost.reason)
+      signal.error = this.#executionError(lost.reason, resources.length)
+      controller.abort(signal.error)
     }
     if (lost.aborted) onLost()
     else lost.addEventListener('abort', onLost, { once: true })
@@ -238,14 +192,29 @@ class Redlock extends EventEmitter {
       return await routine(signal)
     } finally {
       lost.removeEventListener('abort', onLost)
-      await lock.release()
+      await this.release(lock)
     }
   }
 
-  /** Releases the locks still held and quits the given ioredis clients. */
+  /**
+   * Stops new acquisitions and extensions. The ioredis clients stay open: they are the
+   * caller's, and the compat layer never used them. Locks still held are not released (as in
+   * node-redlock, they expire); `release()` still works.
+   */
   async quit() {
-    await this.client.close()
-    await Promise.all([...this.clients].map((c) => (typeof c?.quit === 'function' ? c.quit() : undefined)))
+    this.#quit = true
+  }
+}
+
+function refuseScripts(scripts) {
+  if (scripts === undefined || scripts === null) return
+  if (typeof scripts !== 'object') throw new TypeError('scripts must be an object')
+  const given = Object.keys(scripts).filter((k) => scripts[k] !== undefined)
+  if (given.length > 0) {
+    throw invalid(
+      `custom scripts (${given.join(', ')}) cannot be honored: quorumlock's engine runs its own Lua ` +
+        '(with fencing, release notification and per-node reports); use the ioredis keyPrefix option to prefix keys',
+    )
   }
 }
 

@@ -3,7 +3,11 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use napi::Status;
 use napi::bindgen_prelude::Buffer;
+use napi::threadsafe_function::{
+    ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
+};
 use napi_derive::napi;
 use quorumlock::CancelToken;
 
@@ -46,11 +50,52 @@ pub struct AcquireOutcome {
     pub error: Option<NativeError>,
 }
 
+/// A warning of the client (`quorumlock::Warning`): fails nothing, but a user should know.
+#[napi(object, object_from_js = false)]
+pub struct NativeWarning {
+    /// The stable code, e.g. `"QL_W_NOT_DURABLE"`.
+    pub code: String,
+    /// The node's index, when it is about one node.
+    pub node: Option<u32>,
+    /// The node's address (`host:port/db`), when it is about one node.
+    pub address: Option<String>,
+    /// What happened and what to do about it.
+    pub message: String,
+}
+
+impl From<&quorumlock::Warning> for NativeWarning {
+    fn from(w: &quorumlock::Warning) -> Self {
+        NativeWarning {
+            code: w.kind().as_str().to_owned(),
+            node: w.node().map(|i| u32::try_from(i).unwrap_or(u32::MAX)),
+            address: w.address().map(str::to_owned),
+            message: w.message().to_owned(),
+        }
+    }
+}
+
+/// The JS function that receives warnings; weak (unref'd), it never keeps the process alive.
+type WarningCallback =
+    ThreadsafeFunction<NativeWarning, UnknownReturnValue, NativeWarning, Status, false, true>;
+
 /// Validates the options and connects to the nodes (waiting at most `connectTimeoutMs`).
 /// Nodes not connected by then keep connecting in the background unless `requireQuorum`.
+/// `onWarning` receives each warning once per kind and node.
 #[napi(catch_unwind)]
-pub async fn connect(options: NativeClientOptions) -> ConnectOutcome {
-    let result = match options.builder() {
+pub async fn connect(
+    options: NativeClientOptions,
+    on_warning: Option<WarningCallback>,
+) -> ConnectOutcome {
+    let builder = options.builder().map(|b| match on_warning {
+        Some(callback) => b.on_warning(move |w| {
+            callback.call(
+                NativeWarning::from(w),
+                ThreadsafeFunctionCallMode::NonBlocking,
+            );
+        }),
+        None => b,
+    });
+    let result = match builder {
         Ok(builder) => on_runtime(builder.connect()).await,
         Err(e) => Err(e),
     };

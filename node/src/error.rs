@@ -37,6 +37,9 @@ pub struct NativeError {
     pub lost_reason: Option<String>,
     /// One entry per configured node (empty when nothing was sent).
     pub nodes: Vec<NodeEntry>,
+    /// For a failed acquisition, the entries of each attempt, oldest first (at most the 64
+    /// most recent; the last is `nodes` unless cancelled between attempts).
+    pub attempt_reports: Vec<Vec<NodeEntry>>,
 }
 
 /// The code of a kind; one arm per core kind. A kind added to core without an arm here maps
@@ -100,6 +103,7 @@ impl From<&Error> for NativeError {
             validity_ms: e.validity_us().map(|us| us as f64 / 1000.0),
             lost_reason: e.lost_reason().map(|r| r.as_str().to_owned()),
             nodes: nodes(e.report()),
+            attempt_reports: e.attempt_reports().iter().map(nodes).collect(),
         }
     }
 }
@@ -123,6 +127,7 @@ impl NativeError {
             validity_ms: None,
             lost_reason: None,
             nodes: Vec::new(),
+            attempt_reports: Vec::new(),
         }
     }
 }

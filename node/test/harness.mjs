@@ -11,13 +11,19 @@ const run = promisify(execFile)
 
 /**
  * Starts `n` redis-server nodes, stopped when this process exits or `stop()` is called;
- * `persist` is `always` (durable), `none` or `everysec`.
+ * `persist` is `always` (durable), `none` or `everysec`. With `redisCluster` masters, also one
+ * Redis Cluster: `redisCluster.url` (`redis+cluster://...`) and its nodes' `addrs`.
  */
-export function startCluster(n = 5, persist = 'always') {
+export function startCluster(n = 5, persist = 'always', { redisCluster = 0 } = {}) {
   const args = ['start', '--nodes', String(n), '--persist', persist, '--parent', String(process.pid)]
+  if (redisCluster > 0) args.push('--redis-cluster', String(redisCluster))
   const out = execFileSync(HARNESS, args, { encoding: 'utf8' })
   const info = JSON.parse(out.trim().split('\n').pop())
   return {
+    redisCluster: info.redis_cluster && {
+      url: info.redis_cluster.url,
+      addrs: info.redis_cluster.nodes.map((node) => node.addr),
+    },
     urls: info.nodes.map((node) => node.url),
     addrs: info.nodes.map((node) => node.addr),
     /** Sends one control command, e.g. { op: 'pause', node: 1 }. */

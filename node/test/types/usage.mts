@@ -74,3 +74,9 @@ try {
 } catch (e) {
   if (e instanceof ExecutionError) console.log(e.attempts.length, total)
 }
+
+// quorumlock's extra settings are constructor options of the compat Redlock.
+const durable = new Redlock([{ options: { host: 'c', keyPrefix: 'app:' } }], { quarantine: 'on', maxTtl: 60_000, fenced: true })
+void durable
+// @ts-expect-error quarantine is 'on', 'strict' or 'off'
+void new Redlock(['redis://c:6379'], { quarantine: true })
