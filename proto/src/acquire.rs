@@ -127,18 +127,8 @@ pub fn remember(history: &mut Vec<Report>, report: &Report, cap: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::NodeResult;
+    use crate::quorum::tests::round_of as round;
     use NodeKind::*;
-
-    fn round(kinds: &[NodeKind]) -> Round {
-        Round {
-            results: kinds
-                .iter()
-                .enumerate()
-                .map(|(i, k)| NodeResult::new(i, "", *k, None, None))
-                .collect(),
-        }
-    }
 
     #[test]
     fn verdicts() {

@@ -67,18 +67,8 @@ pub fn verdict(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::NodeResult;
+    use crate::quorum::tests::round_of as round;
     use NodeKind::*;
-
-    fn round(kinds: &[NodeKind]) -> Round {
-        Round {
-            results: kinds
-                .iter()
-                .enumerate()
-                .map(|(i, k)| NodeResult::new(i, "", *k, None, None))
-                .collect(),
-        }
-    }
 
     fn timing() -> Timing {
         Timing {

@@ -74,7 +74,6 @@ pub fn phase1(round: &Round, counters: &[Option<Vec<u64>>]) -> Option<Phase1> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::NodeResult;
 
     #[test]
     fn tokens_are_the_highest_counters_of_the_voters() {
@@ -85,13 +84,7 @@ mod tests {
             NodeKind::HeldByOther,
             NodeKind::Ok,
         ];
-        let round = Round {
-            results: kinds
-                .iter()
-                .enumerate()
-                .map(|(i, k)| NodeResult::new(i, "", *k, None, None))
-                .collect(),
-        };
+        let round = crate::quorum::tests::round_of(&kinds);
         // Node 3 refused (its counter must not count), node 4 lags on the second resource.
         let counters = vec![
             Some(vec![5, 9]),

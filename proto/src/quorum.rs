@@ -68,7 +68,7 @@ pub fn validity_us(ttl: Duration, elapsed: Duration, drift: Duration) -> i64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -90,18 +90,13 @@ mod tests {
         assert!(validity_us(ttl, Duration::from_secs(u64::MAX / 4), drift) < 0);
     }
 
-    fn round_of(kinds: &[NodeKind]) -> Round {
+    /// A round whose node `i` answered `kinds[i]` (for the tests of every module).
+    pub(crate) fn round_of(kinds: &[NodeKind]) -> Round {
         Round {
             results: kinds
                 .iter()
                 .enumerate()
-                .map(|(i, k)| NodeResult {
-                    index: i,
-                    address: String::new(),
-                    latency: None,
-                    kind: *k,
-                    detail: None,
-                })
+                .map(|(i, k)| NodeResult::new(i, "", *k, None, None))
                 .collect(),
         }
     }

@@ -1,7 +1,7 @@
 """The native client behind a drop-in, with the peer's defaults: no restart quarantine and
-TTLs up to 30 days (the largest the engine accepts), on the bare resource name as key. Every
-setting of ``quorumlock.Client`` can be passed to override them (``quarantine="on"``,
-``max_ttl=60.0``, ``eviction_check=...``, ``fenced=True``, ...)."""
+TTLs up to ``quorumlock.MAX_TTL_LIMIT`` (2^53 - 1 ms, the largest the engine accepts), on the
+bare resource name as key. Every setting of ``quorumlock.Client`` can be passed to override
+them (``quarantine="on"``, ``max_ttl=60.0``, ``eviction_check=...``, ``fenced=True``, ...)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ PEER_DEFAULTS: dict[str, Any] = {
     # The peers count a freshly started plain server at once; quarantine="on" opts in
     # (with max_ttl set to the longest ttl in use, since the quarantine lasts max_ttl + 5 s).
     "quarantine": "off",
-    "max_ttl": 30 * 24 * 3600.0,
+    "max_ttl": _quorumlock.MAX_TTL_LIMIT,
     # The peers lock the bare resource name: both can share keys during a migration.
     "key_prefix": "",
     "key_format": "bare",
