@@ -310,6 +310,10 @@ export declare class Lock {
   readonly autoExtending: boolean
   /** The per-node report of the successful attempt. */
   readonly nodes: readonly NodeEntry[]
+  /** The per-node report of every attempt of the acquisition, oldest first; the last is `nodes`. */
+  readonly attemptReports: readonly (readonly NodeEntry[])[]
+  /** The per-node report of the last successful extend; null before the first. */
+  readonly extendNodes: readonly NodeEntry[] | null
   /** Aborts with a QL_LOST QuorumlockError when the lock is lost; never after a release. */
   readonly signal: AbortSignal
   /** The QL_LOST error if the lock is lost now, else null. */

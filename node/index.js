@@ -322,6 +322,15 @@ class Lock {
   get nodes() {
     return freezeNodes(this.#native.nodes)
   }
+  /** The per-node report of every attempt of the acquisition, oldest first; the last is `nodes`. */
+  get attemptReports() {
+    return Object.freeze(this.#native.attemptReports.map(freezeNodes))
+  }
+  /** The per-node report of the last successful extend; null before the first. */
+  get extendNodes() {
+    const n = this.#native.extendNodes
+    return n == null ? null : freezeNodes(n)
+  }
 
   /** An AbortSignal that aborts with a QL_LOST QuorumlockError when the lock is lost. */
   get signal() {

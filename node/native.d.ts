@@ -75,6 +75,13 @@ export declare class NativeLock {
   get autoExtending(): boolean
   /** The per-node report of the successful attempt. */
   get nodes(): Array<NodeEntry>
+  /**
+   * The per-node report of every attempt of the acquisition, oldest first; the last is
+   * `nodes`.
+   */
+  get attemptReports(): Array<Array<NodeEntry>>
+  /** The per-node report of the last successful extend; null before the first. */
+  get extendNodes(): Array<NodeEntry> | null
   /** Starts or stops the automatic extension; returns the error, if any. Never blocks. */
   setAutoExtend(on: boolean): NativeError | null
   /** The `QL_LOST` error if the lock is lost, else nothing. */

@@ -74,7 +74,7 @@ declare namespace Redlock {
   export interface QuorumlockSettings {
     /** Restart quarantine of nodes without durable writes (default 'off', node-redlock's behavior). */
     readonly quarantine: 'on' | 'strict' | 'off'
-    /** Largest lock duration in ms (default and most: 30 days). */
+    /** Largest lock duration in ms (default and most: 2^53 - 1, `Number.MAX_SAFE_INTEGER`). */
     readonly maxTtl: number
     /** Nodes whose eviction policy can remove lock keys (default 'refuse'). */
     readonly evictionCheck: 'refuse' | 'warn' | 'off'

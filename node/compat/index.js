@@ -119,9 +119,7 @@ class Redlock extends EventEmitter {
     } catch (e) {
       throw this.#executionError(e, resources.length)
     }
-    // The engine keeps the nodes' answers of the successful attempt only: the earlier
-    // (failed) attempts of a successful acquisition are not reported.
-    return this.#wrap(inner, resources, this.#attempts([inner.nodes], resources.length))
+    return this.#wrap(inner, resources, this.#attempts(inner.attemptReports, resources.length))
   }
 
   /** Locks the resources for `duration` ms; rejects with ExecutionError when no quorum agreed. */
@@ -157,7 +155,8 @@ class Redlock extends EventEmitter {
       throw this.#executionError(e, existing.resources.length)
     }
     existing.expiration = 0
-    return this.#wrap(inner, existing.resources, [])
+    const report = inner.extendNodes
+    return this.#wrap(inner, existing.resources, report ? this.#attempts([report], existing.resources.length) : [])
   }
 
   /**

@@ -12,8 +12,8 @@ const defaultSettings = Object.freeze({
   automaticExtensionThreshold: 500,
 })
 
-/** The largest maxTtl the engine accepts: 30 days. */
-const MAX_TTL = 30 * 24 * 3600 * 1000
+/** The largest maxTtl the engine accepts (its MAX_TTL_LIMIT): 2^53 - 1 ms. */
+const MAX_TTL = Number.MAX_SAFE_INTEGER
 
 // quorumlock's settings beyond node-redlock's, given to the constructor only. The defaults are
 // node-redlock's behavior: no restart quarantine and no TTL cap below the engine's largest.

@@ -117,6 +117,19 @@ impl NativeLock {
         nodes(self.inner.report())
     }
 
+    /// The per-node report of every attempt of the acquisition, oldest first; the last is
+    /// `nodes`.
+    #[napi(getter)]
+    pub fn attempt_reports(&self) -> Vec<Vec<NodeEntry>> {
+        self.inner.attempt_reports().iter().map(nodes).collect()
+    }
+
+    /// The per-node report of the last successful extend; null before the first.
+    #[napi(getter)]
+    pub fn extend_nodes(&self) -> Option<Vec<NodeEntry>> {
+        self.inner.extend_report().as_ref().map(nodes)
+    }
+
     /// Starts or stops the automatic extension; returns the error, if any. Never blocks.
     #[napi(catch_unwind)]
     pub fn set_auto_extend(&self, on: bool) -> Option<NativeError> {

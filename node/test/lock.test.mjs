@@ -28,6 +28,10 @@ test('acquire writes the value on a quorum and release deletes it', async () => 
   assert.ok(lock.remainingMs > 4000 && lock.remainingMs <= 5000, `${lock.remainingMs}`)
   assert.deepEqual(lock.resources, ['invoice:1'])
   assert.equal(lock.nodes.length, 5)
+  assert.deepEqual(lock.attemptReports, [lock.nodes])
+  assert.equal(lock.extendNodes, null)
+  await lock.extend(6000)
+  assert.ok(lock.extendNodes.filter((n) => n.kind === 'Ok').length >= 3, JSON.stringify(lock.extendNodes))
   const key = client.key('invoice:1').toString()
   assert.equal(key, 'quorumlock:{invoice:1}')
   await sleep(50) // replies still in flight at the decision land on the remaining nodes

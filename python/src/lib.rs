@@ -42,6 +42,8 @@ mod _quorumlock {
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-        m.add("FENCE_CHECK_SCRIPT", quorumlock::FENCE_CHECK_SCRIPT)
+        m.add("FENCE_CHECK_SCRIPT", quorumlock::FENCE_CHECK_SCRIPT)?;
+        // Seconds; the float is a hair below the limit, so it converts back within it.
+        m.add("MAX_TTL_LIMIT", quorumlock::MAX_TTL_LIMIT.as_secs_f64())
     }
 }

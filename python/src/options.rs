@@ -11,8 +11,13 @@ use quorumlock::{ClientBuilder, EvictionCheck, KeyFormat, LockOptions, Quarantin
 
 use crate::error::invalid;
 
-/// Float (or int) seconds, finite and not negative. `bool` is refused although it is an `int`.
+/// Float (or int) seconds, finite and not negative, or a `datetime.timedelta` (exact to the
+/// microsecond, also for durations too long for a float to hold every millisecond). `bool` is
+/// refused although it is an `int`.
 pub(crate) fn seconds(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Duration> {
+    if let Some(d) = timedelta(name, v)? {
+        return Ok(d);
+    }
     if v.is_instance_of::<PyBool>()
         || !(v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>())
     {
@@ -29,6 +34,29 @@ pub(crate) fn seconds(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Duration> {
     }
     Duration::try_from_secs_f64(secs)
         .map_err(|_| invalid(format!("{name} is too large (got {secs} s)")))
+}
+
+/// A `datetime.timedelta` as a `Duration`; `None` for any other type.
+fn timedelta(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Option<Duration>> {
+    let py = v.py();
+    let class = py.import("datetime")?.getattr("timedelta")?;
+    if !v.is_instance(&class)? {
+        return Ok(None);
+    }
+    let part = |field: &str| -> PyResult<i64> { v.getattr(field)?.extract() };
+    let (days, secs, micros) = (part("days")?, part("seconds")?, part("microseconds")?);
+    if days < 0 {
+        return Err(invalid(format!(
+            "{name} must not be negative (got {})",
+            v.str()?
+        )));
+    }
+    // days <= 999_999_999, so the seconds fit u64; the parts are normalized (secs < 86400).
+    let whole = u64::try_from(days * 86_400 + secs).unwrap_or(0);
+    let micros = u64::try_from(micros).unwrap_or(0);
+    Ok(Some(
+        Duration::from_secs(whole) + Duration::from_micros(micros),
+    ))
 }
 
 /// A non-negative integer that fits `u32`.

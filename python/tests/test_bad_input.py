@@ -139,3 +139,16 @@ def test_bad_lock_calls_keep_the_lock(client: quorumlock.Client, cluster: Cluste
     with pytest.raises(quorumlock.InvalidArgument):
         client.release_value("bad:lock", "short")
     client.acquire("bad:lock", ttl=1.0).release()
+
+
+def test_durations_as_timedelta(cluster: Cluster):
+    from datetime import timedelta
+
+    client = quorumlock.Client(cluster.urls, max_ttl=timedelta(days=10**8), node_timeout=0.25)
+    # Exact where a float is not: 2^53 // 10 ms is no whole number of float seconds.
+    ms = (2**53 - 1) // 10
+    lock = client.acquire("td", ttl=timedelta(milliseconds=ms), retry_count=0)
+    assert abs(lock.ttl - ms / 1000) < 0.01
+    lock.release()
+    with pytest.raises(quorumlock.InvalidArgument, match="negative"):
+        client.acquire("td", ttl=timedelta(seconds=-1))

@@ -56,10 +56,15 @@ def test_ttl_types_and_sizes(plain: Cluster):
     dlm = Redlock(plain.urls, retry_count=1)
     with pytest.raises(ValueError, match="not an integer"):
         dlm.lock("ttl", 1000.0)
-    # No 60 s cap: any ttl up to 30 days, as redlock-py.
+    # No 60 s cap: any ttl up to 2^53 - 1 ms, as redlock-py.
     week = dlm.lock("ttl", 7 * 24 * 3600 * 1000)
     assert week and week.validity > 6 * 24 * 3600 * 1000
     dlm.unlock(week)
+    eons = (2**53 - 1) // 10
+    huge = dlm.lock("ttl", eons)
+    # The engine's deadlines are nanoseconds on a u64: validity saturates at about 584 years.
+    assert huge and huge.validity > 10**13
+    dlm.unlock(huge)
     # Too small to leave validity after the drift allowance: False, not an exception.
     assert dlm.lock("ttl", 1) is False
     with pytest.raises(ValueError):

@@ -44,6 +44,8 @@ from ._scoped import AsyncLostFlag, LockScope, LostFlag
 
 __version__: str = _quorumlock.__version__
 FENCE_CHECK_SCRIPT: str = _quorumlock.FENCE_CHECK_SCRIPT
+#: The largest ``max_ttl`` a client accepts, in seconds (2^53 - 1 ms).
+MAX_TTL_LIMIT: float = _quorumlock.MAX_TTL_LIMIT
 """Lua source of the fence check for a protected resource kept in Redis:
 ``EVAL <script> 1 <fence key> <token>`` returns 1 and stores the token when it is at least
 the highest seen, 0 (a stale holder: stop) otherwise. Run it in the same atomic step as the
@@ -51,6 +53,7 @@ protected write."""
 
 __all__ = [
     "FENCE_CHECK_SCRIPT",
+    "MAX_TTL_LIMIT",
     "AsyncClient",
     "AsyncLock",
     "AsyncLostFlag",

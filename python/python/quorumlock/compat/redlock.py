@@ -5,7 +5,7 @@
 redlock-py takes (URL strings, redis-py keyword dicts, redis-py clients, a ``RedisCluster`` as
 one member; bad connection info raises ``Warning``) and keeps the redis-py clients in
 ``servers``, as redlock-py does, so redis-py is needed. ``options`` are ``quorumlock.Client``
-settings; the defaults are redlock-py's: no restart quarantine, TTLs up to 30 days.
+settings; the defaults are redlock-py's: no restart quarantine, TTLs up to 2^53 - 1 ms.
 ``lock(resource, ttl_ms)`` returns ``Lock(validity, resource, key)`` (validity in ms, key
 ``bytes``) or ``False``; ``unlock(lock)`` releases it and never raises for node errors (it
 logs them).
@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import namedtuple
+from datetime import timedelta
 from typing import Any
 
 try:
@@ -122,7 +123,7 @@ class Redlock:
         try:
             native = self._client.acquire(
                 resource,
-                ttl=ttl / 1000,
+                ttl=timedelta(milliseconds=ttl),
                 retry_count=max(int(self.retry_count) - 1, 0),
                 retry_delay=float(self.retry_delay),
                 retry_jitter=0.0,

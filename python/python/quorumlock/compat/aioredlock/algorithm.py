@@ -41,7 +41,7 @@ class Aioredlock:
     objects, or ``redis.asyncio.cluster.RedisCluster`` objects (one member whose keys route
     by slot); objects are read for their address: quorumlock opens its own connections and
     never closes yours. ``options`` are ``quorumlock.Client`` settings; the defaults are
-    aioredlock's: no restart quarantine, TTLs up to 30 days. Bad values (a short
+    aioredlock's: no restart quarantine, TTLs up to 2^53 - 1 ms. Bad values (a short
     ``lock_identifier``) raise ``InvalidArgument``, a ``ValueError``."""
 
     def __init__(
