@@ -235,7 +235,7 @@ async fn nemesis_safe_mode_finds_no_violation() {
         .unwrap_or(default_secs);
     for seed in seeds() {
         let row = run_seed(seed, secs, false).await;
-        let how = format!("reproduce: QL_SEED={seed:#x} QL_SECS={secs} make soak SEEDS=1");
+        let how = format!("reproduce: make soak SEEDS=1 SEED={seed:#x} SECS={secs}");
         assert_eq!(row.violations, 0, "overlaps; {how}");
         assert_eq!(row.lost_updates, Some(0), "lost updates; {how}");
         assert!(row.acquisitions > 0, "no acquisition at all; {how}");

@@ -81,7 +81,7 @@ struct ClusterArgs {
     /// Persistence: always, none or everysec.
     #[arg(long, default_value = "always")]
     persist: Persist,
-    /// Also start one Redis Cluster with this many masters (0: none); its URL is
+    /// Also start one Redis Cluster with this many masters (0: none, else at least 3); its URL is
     /// `redis_cluster.url` in the JSON line and QL_REDIS_CLUSTER for `exec`.
     #[arg(long, default_value_t = 0)]
     redis_cluster: usize,
