@@ -108,14 +108,18 @@ func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("quorumlock: ")
 	b.WriteString(e.Op)
-	if e.Resource != "" {
-		fmt.Fprintf(&b, " %q", e.Resource)
+	if r := e.Resource; r != "" {
+		if len(r) > 80 {
+			r = r[:80] + "..."
+		}
+		fmt.Fprintf(&b, " %q", r)
 	}
 	b.WriteString(": ")
-	b.WriteString(e.Code.String())
-	if e.msg != "" {
+	name := e.Code.String()
+	b.WriteString(name)
+	if msg := strings.TrimPrefix(e.msg, name+": "); msg != "" {
 		b.WriteString(": ")
-		b.WriteString(e.msg)
+		b.WriteString(msg)
 	}
 	if len(e.nodes) > 0 && !strings.Contains(e.msg, e.nodes[0].Address) {
 		for _, n := range e.nodes {

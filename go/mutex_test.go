@@ -49,10 +49,20 @@ func TestLockUnlock(t *testing.T) {
 	if len(nodes) != 5 {
 		t.Fatalf("Nodes() has %d entries, want 5", len(nodes))
 	}
+	held := 0
 	for i, n := range nodes {
-		if n.Index != i || n.Kind.String() != "HeldByOther" || n.Address == "" || n.Latency < 0 {
+		// The engine decides at the quorum: later replies may still be pending.
+		switch {
+		case n.Index != i || n.Address == "":
+			t.Errorf("node report %d: %+v", i, n)
+		case n.Kind.String() == "HeldByOther" && n.Latency >= 0:
+			held++
+		case n.Kind.String() != "Pending":
 			t.Errorf("node report %d: %+v (%s)", i, n, n.Kind)
 		}
+	}
+	if held < 3 {
+		t.Errorf("%d nodes report HeldByOther, want a quorum", held)
 	}
 	if !strings.Contains(err.Error(), "QL_BUSY") || !strings.Contains(err.Error(), nodes[0].Address) {
 		t.Errorf("Error() does not name the code and the nodes: %s", err)
