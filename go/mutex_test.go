@@ -3,6 +3,7 @@ package quorumlock_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
@@ -308,5 +309,41 @@ func TestWarningsReachTheFunc(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no warning for nodes without durable writes and the quarantine off")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the warning goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestWarningsReachSlog(t *testing.T) {
+	var buf syncBuffer
+	c := connect(t, quorumlock.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
+	if err := c.NewMutex(uniqueName(t)).TryLock(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(buf.String(), "code=QL_W_NOT_DURABLE") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no QL_W_NOT_DURABLE in the log: %q", buf.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(buf.String(), "level=WARN") {
+		t.Errorf("not logged at Warn: %q", buf.String())
 	}
 }
