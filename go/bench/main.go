@@ -95,24 +95,53 @@ func main() {
 		}},
 	}
 
-	fmt.Printf("Go %s, GOMAXPROCS %d, %d nodes; load average %s before\n", runtime.Version(),
-		runtime.GOMAXPROCS(0), len(nodes), loadavg())
-	results := map[string][2]result{}
-	for _, im := range impls {
-		seq := run(im, 1, seqN)
-		par := run(im, conc, concN)
-		results[im.name] = [2]result{seq, par}
+	const rounds = 4
+	fmt.Printf("Go %s, GOMAXPROCS %d, %d nodes, %d rounds in rotating order; load average %s before\n",
+		runtime.Version(), runtime.GOMAXPROCS(0), len(nodes), rounds, loadavg())
+	seq, par := make([]samples, len(impls)), make([]samples, len(impls))
+	for r := 0; r < rounds; r++ {
+		for k := range impls {
+			i := (k + r) % len(impls)
+			seq[i].add(run(impls[i], 1, seqN/rounds))
+			par[i].add(run(impls[i], conc, concN/rounds))
+		}
 	}
 	fmt.Printf("load average %s after\n\n", loadavg())
 
-	fmt.Printf("| impl | seq p50 µs | seq p99 µs | seq ops/s | %d workers p50 µs | p99 µs | ops/s | seq ops/s vs redsync | %d workers ops/s vs redsync | seq p50 vs floor |\n", conc, conc)
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-	rsr, floor := results[impls[1].name], results[impls[2].name]
-	for _, im := range impls {
-		r := results[im.name]
-		fmt.Printf("| %s | %d | %d | %.0f | %d | %d | %.0f | x%.2f | x%.2f | x%.2f |\n", im.name,
-			r[0].p50, r[0].p99, r[0].rate, r[1].p50, r[1].p99, r[1].rate,
-			r[0].rate/rsr[0].rate, r[1].rate/rsr[1].rate, float64(r[0].p50)/float64(floor[0].p50))
+	fmt.Printf("| impl | seq p50 µs | seq p99 µs | seq ops/s | %d workers p50 µs | p99 µs | ops/s | failed | seq ops/s vs redsync | %d workers ops/s vs redsync | seq p50 vs floor |\n", conc, conc)
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	rsSeq, rsPar, floorSeq := seq[1].result(1), par[1].result(conc), seq[2].result(1)
+	for i, im := range impls {
+		s, p := seq[i].result(1), par[i].result(conc)
+		fmt.Printf("| %s | %d | %d | %.0f | %d | %d | %.0f | %d | x%.2f | x%.2f | x%.2f |\n", im.name,
+			s.p50, s.p99, s.rate, p.p50, p.p99, p.rate, seq[i].failed+par[i].failed,
+			s.rate/rsSeq.rate, p.rate/rsPar.rate, float64(s.p50)/float64(floorSeq.p50))
+	}
+}
+
+// samples collects the latencies of successful cycles and the busy time of each run.
+type samples struct {
+	lat    []time.Duration
+	busy   time.Duration // sum over runs of the mean busy time per worker
+	failed int
+}
+
+func (s *samples) add(o samples) {
+	s.lat = append(s.lat, o.lat...)
+	s.busy += o.busy
+	s.failed += o.failed
+}
+
+// result gives percentiles and the throughput: cycles over the time the workers were busy.
+func (s *samples) result(workers int) result {
+	sort.Slice(s.lat, func(i, j int) bool { return s.lat[i] < s.lat[j] })
+	if len(s.lat) == 0 {
+		return result{}
+	}
+	return result{
+		p50:  s.lat[len(s.lat)/2].Microseconds(),
+		p99:  s.lat[len(s.lat)*99/100].Microseconds(),
+		rate: float64(len(s.lat)) / s.busy.Seconds(),
 	}
 }
 
@@ -121,45 +150,44 @@ type result struct {
 	rate     float64
 }
 
-// run makes n acquire+release cycles over `workers` goroutines (after a warm-up of 50 per
-// worker) and returns latency percentiles and throughput.
-func run(im impl, workers, n int) result {
+// run makes n acquire+release cycles over `workers` goroutines (after 20 warm-up cycles per
+// worker). A failed cycle (e.g. a node timeout) is counted, not timed.
+func run(im impl, workers, n int) samples {
 	per := n / workers
 	lat := make([][]time.Duration, workers)
+	failed := make([]int, workers)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
 			cycle := im.worker(w)
-			for i := 0; i < 50; i++ {
-				check(cycle())
+			for i := 0; i < 20; i++ {
+				_ = cycle()
 			}
 			lat[w] = make([]time.Duration, 0, per)
 			for i := 0; i < per; i++ {
 				t := time.Now()
-				check(cycle())
+				if err := cycle(); err != nil {
+					failed[w]++
+					continue
+				}
 				lat[w] = append(lat[w], time.Since(t))
 			}
 		}(w)
 	}
 	wg.Wait()
-	var all []time.Duration
+	var out samples
 	var busy time.Duration
-	for _, l := range lat {
-		all = append(all, l...)
+	for w, l := range lat {
+		out.lat = append(out.lat, l...)
+		out.failed += failed[w]
 		for _, d := range l {
 			busy += d
 		}
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
-	// Throughput from the measured cycles only: completed cycles over the mean busy time per worker.
-	rate := float64(len(all)) / (busy.Seconds() / float64(workers))
-	return result{
-		p50:  all[len(all)/2].Microseconds(),
-		p99:  all[len(all)*99/100].Microseconds(),
-		rate: rate,
-	}
+	out.busy = busy / time.Duration(workers)
+	return out
 }
 
 // fanOut runs f on every node in parallel and waits for all; the first error wins.
