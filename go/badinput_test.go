@@ -42,7 +42,7 @@ func TestBadMutexInput(t *testing.T) {
 		wantInvalid(t, what+": Hold", err)
 	}
 	// A name need not be UTF-8: any bytes are a resource.
-	m := c.NewMutex("go:\xff\xfe")
+	m := c.NewMutex("go:\xff\xfe", slow)
 	if err := m.TryLock(); err != nil {
 		t.Fatalf("non-UTF-8 name: %v", err)
 	}
@@ -84,7 +84,7 @@ func TestNilAndClosedHandles(t *testing.T) {
 	wantInvalid(t, "zero Mutex Lock", zero.Lock())
 
 	c := connect(t)
-	held := c.NewMutex(uniqueName(t))
+	held := c.NewMutex(uniqueName(t), slow)
 	if err := held.Lock(); err != nil {
 		t.Fatal(err)
 	}

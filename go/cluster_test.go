@@ -44,11 +44,11 @@ func TestRedisClusterMember(t *testing.T) {
 	if c.NodeCount() != 3 {
 		t.Fatalf("NodeCount() = %d, want 3 (the cluster is one member)", c.NodeCount())
 	}
-	m := c.NewMutex(uniqueName(t))
+	m := c.NewMutex(uniqueName(t), slow)
 	if err := m.Lock(); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.NewMutex(m.Name()).TryLock(); !errors.Is(err, quorumlock.ErrBusy) {
+	if err := c.NewMutex(m.Name(), slow).TryLock(); !errors.Is(err, quorumlock.ErrBusy) {
 		t.Fatalf("TryLock of a held lock: %v, want ErrBusy", err)
 	}
 	if held, err := m.Unlock(); !held || err != nil {

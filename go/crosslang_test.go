@@ -50,7 +50,7 @@ func TestCrossLanguageWithCLI(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	m := c.NewMutex(name)
+	m := c.NewMutex(name, slow)
 	if err := m.TryLock(); !errors.Is(err, quorumlock.ErrBusy) {
 		t.Fatalf("TryLock while the CLI holds the lock: %v, want ErrBusy", err)
 	}

@@ -83,6 +83,10 @@ func connect(t testing.TB, opts ...quorumlock.ClientOption) *quorumlock.Client {
 	return c
 }
 
+// slow gives node requests 1 s instead of the default few milliseconds, so a loaded machine
+// (the race detector, parallel builds) does not turn a test's expected outcome into a timeout.
+var slow = quorumlock.WithNodeTimeout(time.Second)
+
 // uniqueName returns a lock name no other test uses.
 func uniqueName(t testing.TB) string {
 	return fmt.Sprintf("go:%s:%d", t.Name(), time.Now().UnixNano())

@@ -17,7 +17,7 @@ import (
 func TestLockUnlock(t *testing.T) {
 	c := connect(t)
 	name := uniqueName(t)
-	m := c.NewMutex(name, quorumlock.WithExpiry(5*time.Second))
+	m := c.NewMutex(name, quorumlock.WithExpiry(5*time.Second), slow)
 	if err := m.Lock(); err != nil {
 		t.Fatalf("Lock: %v", err)
 	}
@@ -37,7 +37,7 @@ func TestLockUnlock(t *testing.T) {
 		t.Errorf("node 0 GET %s: %q, want a 40-byte value", key(name), got)
 	}
 
-	other := c.NewMutex(name)
+	other := c.NewMutex(name, slow)
 	err := other.TryLock()
 	if !errors.Is(err, quorumlock.ErrBusy) {
 		t.Fatalf("TryLock of a held lock: %v, want ErrBusy", err)
@@ -92,7 +92,7 @@ func TestFencingTokensIncrease(t *testing.T) {
 	name := uniqueName(t)
 	var last uint64
 	for i := 0; i < 3; i++ {
-		m := c.NewMutex(name, quorumlock.WithFencing())
+		m := c.NewMutex(name, quorumlock.WithFencing(), slow)
 		if err := m.Lock(); err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +127,7 @@ func TestContentionNoOverlap(t *testing.T) {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			m := clients[w%2].NewMutex(name, quorumlock.WithExpiry(3*time.Second),
+			m := clients[w%2].NewMutex(name, quorumlock.WithExpiry(3*time.Second), slow,
 				quorumlock.WithTries(1000), quorumlock.WithRetryDelay(5*time.Millisecond),
 				quorumlock.WithRetryJitter(10*time.Millisecond))
 			for r := 0; r < rounds; r++ {
@@ -189,11 +189,11 @@ func TestOverlapCheckCatchesOverlap(t *testing.T) {
 func TestLockContextCancelsWaitingAcquire(t *testing.T) {
 	c := connect(t)
 	name := uniqueName(t)
-	holder := c.NewMutex(name, quorumlock.WithExpiry(10*time.Second))
+	holder := c.NewMutex(name, quorumlock.WithExpiry(10*time.Second), slow)
 	if err := holder.Lock(); err != nil {
 		t.Fatal(err)
 	}
-	waiter := c.NewMutex(name, quorumlock.WithTries(100000), quorumlock.WithRetryDelay(50*time.Millisecond))
+	waiter := c.NewMutex(name, slow, quorumlock.WithTries(100000), quorumlock.WithRetryDelay(50*time.Millisecond))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
@@ -219,7 +219,7 @@ func TestLockContextCancelsWaitingAcquire(t *testing.T) {
 	if _, err := holder.Unlock(); err != nil {
 		t.Fatal(err)
 	}
-	after := c.NewMutex(name)
+	after := c.NewMutex(name, slow)
 	if err := after.TryLock(); err != nil {
 		t.Fatalf("TryLock after the cancelled waiters: %v", err)
 	}
@@ -229,7 +229,7 @@ func TestLockContextCancelsWaitingAcquire(t *testing.T) {
 func TestHoldCancelsOnLoss(t *testing.T) {
 	c := connect(t)
 	name := uniqueName(t)
-	m := c.NewMutex(name, quorumlock.WithExpiry(2*time.Second), quorumlock.WithExtendInterval(100*time.Millisecond))
+	m := c.NewMutex(name, quorumlock.WithExpiry(2*time.Second), quorumlock.WithExtendInterval(100*time.Millisecond), slow)
 	held, unlock, err := m.Hold(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -275,7 +275,7 @@ func TestHoldCancelsOnLoss(t *testing.T) {
 
 func TestHoldUnlockEndsContext(t *testing.T) {
 	c := connect(t)
-	m := c.NewMutex(uniqueName(t), quorumlock.WithExpiry(3*time.Second))
+	m := c.NewMutex(uniqueName(t), quorumlock.WithExpiry(3*time.Second), slow)
 	held, unlock, err := m.Hold(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +299,7 @@ func TestHoldUnlockEndsContext(t *testing.T) {
 func TestWarningsReachTheFunc(t *testing.T) {
 	got := make(chan quorumlock.Warning, 16)
 	c := connect(t, quorumlock.WithWarningFunc(func(w quorumlock.Warning) { got <- w }))
-	if err := c.NewMutex(uniqueName(t)).TryLock(); err != nil {
+	if err := c.NewMutex(uniqueName(t), slow).TryLock(); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -333,7 +333,7 @@ func (s *syncBuffer) String() string {
 func TestWarningsReachSlog(t *testing.T) {
 	var buf syncBuffer
 	c := connect(t, quorumlock.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
-	if err := c.NewMutex(uniqueName(t)).TryLock(); err != nil {
+	if err := c.NewMutex(uniqueName(t), slow).TryLock(); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
