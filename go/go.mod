@@ -1,0 +1,3 @@
+module example.invalid/quorumlock/go
+
+go 1.24
