@@ -17,7 +17,6 @@ Prints pytest's summary and ``N passed, N failed``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -26,8 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-HARNESS = os.environ.get("QL_HARNESS") or str(ROOT / "target" / "debug" / "ql-harness")
+from _plain_node import ROOT, plain_node
+
 MODULES = ("__init__", "algorithm", "errors", "lock", "sentinel")
 
 
@@ -40,52 +39,29 @@ def main() -> int:
     )
     args = ap.parse_args()
 
-    run = json.loads(
-        subprocess.run(
-            [
-                HARNESS,
-                "start",
-                "--nodes",
-                "1",
-                "--persist",
-                "none",
-                "--parent",
-                str(os.getpid()),
-            ],
-            check=True,
+    with plain_node() as port, tempfile.TemporaryDirectory() as tmp:
+        shutil.copytree(args.checkout / "tests", Path(tmp, "tests"))
+        for f in Path(tmp, "tests", "acceptance").rglob("*.py"):
+            f.write_text(f.read_text().replace("6379", port))
+        env = dict(os.environ)
+        if not args.real:
+            shim = Path(tmp, "shim", "aioredlock")
+            shim.mkdir(parents=True)
+            for m in MODULES:
+                source = (
+                    f"quorumlock.compat.aioredlock{'' if m == '__init__' else '.' + m}"
+                )
+                (shim / f"{m}.py").write_text(f"from {source} import *  # noqa: F403\n")
+            paths = [str(shim.parent), env.get("PYTHONPATH", "")]
+            env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+        done = subprocess.run(
+            [args.python, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider"]
+            + ["--continue-on-collection-errors", "tests"],
+            check=False,
+            cwd=tmp,
+            env=env,
             capture_output=True,
             text=True,
-        ).stdout
-    )
-    try:
-        port = run["nodes"][0]["addr"].rsplit(":", 1)[1]
-        with tempfile.TemporaryDirectory() as tmp:
-            shutil.copytree(args.checkout / "tests", Path(tmp, "tests"))
-            for f in Path(tmp, "tests", "acceptance").rglob("*.py"):
-                f.write_text(f.read_text().replace("6379", port))
-            env = dict(os.environ)
-            if not args.real:
-                shim = Path(tmp, "shim", "aioredlock")
-                shim.mkdir(parents=True)
-                for m in MODULES:
-                    source = f"quorumlock.compat.aioredlock{'' if m == '__init__' else '.' + m}"
-                    (shim / f"{m}.py").write_text(
-                        f"from {source} import *  # noqa: F403\n"
-                    )
-                paths = [str(shim.parent), env.get("PYTHONPATH", "")]
-                env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
-            done = subprocess.run(
-                [args.python, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider"]
-                + ["--continue-on-collection-errors", "tests"],
-                check=False,
-                cwd=tmp,
-                env=env,
-                capture_output=True,
-                text=True,
-            )
-    finally:
-        subprocess.run(
-            [HARNESS, "stop", run["run_dir"]], check=True, stdout=subprocess.DEVNULL
         )
     print(done.stdout[-6000:], end="")
     counts = dict.fromkeys(("passed", "failed", "error"), 0)

@@ -17,7 +17,6 @@ output and a last line ``N passed, N failed``; exits 0 only if every test passed
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import subprocess
@@ -25,29 +24,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-HARNESS = os.environ.get("QL_HARNESS") or str(ROOT / "target" / "debug" / "ql-harness")
+from _plain_node import ROOT, plain_node
+
 SHIM = "from quorumlock.compat.redlock import *  # noqa: F403\n"
 NODE = '{"host": "localhost"}'
-
-
-def start_node() -> dict:
-    out = subprocess.run(
-        [
-            HARNESS,
-            "start",
-            "--nodes",
-            "1",
-            "--persist",
-            "none",
-            "--parent",
-            str(os.getpid()),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return json.loads(out)
 
 
 def main() -> int:
@@ -64,30 +44,23 @@ def main() -> int:
         sys.exit(
             f"expected one {NODE} node in the suite; it changed, update this script"
         )
-    run = start_node()
-    try:
-        port = run["nodes"][0]["addr"].rsplit(":", 1)[1]
-        with tempfile.TemporaryDirectory() as tmp:
-            tests = Path(tmp, "tests")
-            tests.mkdir()
-            node = f'{{"host": "localhost", "port": {port}}}'
-            (tests / "test_redlock.py").write_text(suite.replace(NODE, node))
-            env = dict(os.environ)
-            if not args.real:
-                Path(tmp, "redlock").mkdir()
-                Path(tmp, "redlock", "__init__.py").write_text(SHIM)
-                env["PYTHONPATH"] = tmp
-            done = subprocess.run(
-                [args.python, "-m", "unittest", "-v", "test_redlock"],
-                check=False,
-                cwd=tests,
-                env=env,
-                capture_output=True,
-                text=True,
-            )
-    finally:
-        subprocess.run(
-            [HARNESS, "stop", run["run_dir"]], check=True, stdout=subprocess.DEVNULL
+    with plain_node() as port, tempfile.TemporaryDirectory() as tmp:
+        tests = Path(tmp, "tests")
+        tests.mkdir()
+        node = f'{{"host": "localhost", "port": {port}}}'
+        (tests / "test_redlock.py").write_text(suite.replace(NODE, node))
+        env = dict(os.environ)
+        if not args.real:
+            Path(tmp, "redlock").mkdir()
+            Path(tmp, "redlock", "__init__.py").write_text(SHIM)
+            env["PYTHONPATH"] = tmp
+        done = subprocess.run(
+            [args.python, "-m", "unittest", "-v", "test_redlock"],
+            check=False,
+            cwd=tests,
+            env=env,
+            capture_output=True,
+            text=True,
         )
     print(done.stderr, end="")
     ran = re.search(r"^Ran (\d+) tests?", done.stderr, re.MULTILINE)
