@@ -26,6 +26,8 @@ pub struct Violation {
     pub kind: &'static str,
     /// The evidence.
     pub detail: String,
+    /// True time (µs) at which it shows: the start of the later window, or the audit.
+    pub at: i64,
 }
 
 /// Collects windows and grants during a run.
@@ -54,6 +56,7 @@ impl Checker {
                         "resource {}: client {} got token {ta} at {} µs, later client {} got {tb} at {} µs",
                         a.resource, a.client, a.start, b.client, b.start
                     ),
+                    at: b.start,
                 });
             }
         }
@@ -70,6 +73,7 @@ impl Checker {
                         "resource {}: client {} holds [{}, {}) µs and client {} holds [{}, {}) µs",
                         x.resource, l.client, l.start, l.end, x.client, x.start, x.end
                     ),
+                    at: x.start,
                 });
             }
             if latest.is_none_or(|l| l.resource != x.resource || x.end > l.end) {
@@ -97,8 +101,9 @@ mod tests {
 
     #[test]
     fn overlaps_and_tokens() {
-        let mut c = Checker::default();
-        c.windows = vec![w(0, 0, 10, None), w(0, 10, 20, None), w(1, 5, 30, None)];
+        let mut c = Checker {
+            windows: vec![w(0, 0, 10, None), w(0, 10, 20, None), w(1, 5, 30, None)],
+        };
         assert!(c.check().is_none());
         c.windows.push(w(0, 2, 3, None));
         assert_eq!(c.check().map(|v| v.kind), Some("overlap"));

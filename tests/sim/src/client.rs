@@ -398,7 +398,7 @@ impl World {
                 return;
             }
         }
-        self.conclude(c, a, tokens);
+        self.conclude(c, *a, tokens);
     }
 
     fn finish_raise(&mut self, c: usize, mut a: Box<Attempt>) {
@@ -407,10 +407,10 @@ impl World {
             .raise
             .take()
             .and_then(|r| self.mutant.quorum_reached(n, r.held).then_some(r.tokens));
-        self.conclude(c, a, tokens);
+        self.conclude(c, *a, tokens);
     }
 
-    fn conclude(&mut self, c: usize, a: Box<Attempt>, tokens: Option<Vec<u64>>) {
+    fn conclude(&mut self, c: usize, a: Attempt, tokens: Option<Vec<u64>>) {
         let t2 = self.local(c);
         let ttl = self.ttl();
         let drift = self.mutant.drift(&self.timing, ttl);

@@ -35,10 +35,13 @@ pub fn batch(scenario: &Scenario, mutant: Mutant, first: u64, count: u64) -> Bat
     b
 }
 
-/// The last `lines` lines of the trace of one schedule, with its verdict.
+/// The last `lines` lines of the trace of one schedule up to its first violation (or its end),
+/// with the verdict.
 pub fn replay(scenario: &Scenario, mutant: Mutant, seed: u64, lines: usize) -> String {
     let out = run(scenario, mutant, seed, true);
-    let skip = out.trace.len().saturating_sub(lines);
+    let until = out.violation.as_ref().map_or(i64::MAX, |v| v.at);
+    let shown: Vec<&(i64, String)> = out.trace.iter().filter(|(t, _)| *t <= until).collect();
+    let skip = shown.len().saturating_sub(lines);
     let mut text = format!(
         "replay: scenario {:?}, {}, SEED={seed:#x}: {} events, {} grants\n",
         scenario.name,
@@ -46,9 +49,8 @@ pub fn replay(scenario: &Scenario, mutant: Mutant, seed: u64, lines: usize) -> S
         out.events,
         out.grants
     );
-    for l in &out.trace[skip..] {
-        text.push_str(l);
-        text.push('\n');
+    for (t, l) in &shown[skip..] {
+        text.push_str(&format!("{t:>10} µs  {l}\n"));
     }
     match out.violation {
         Some(v) => text.push_str(&format!("VIOLATION {}: {}\n", v.kind, v.detail)),

@@ -24,8 +24,8 @@ pub struct Outcome {
     pub events: u64,
     /// Locks granted.
     pub grants: usize,
-    /// The trace, when asked for.
-    pub trace: Vec<String>,
+    /// The trace, when asked for: true time (µs) and what happened.
+    pub trace: Vec<(i64, String)>,
 }
 
 /// The whole simulated system.
@@ -41,7 +41,7 @@ pub struct World {
     pub(crate) timing: Timing,
     pub(crate) opts: LockOptions,
     pub(crate) checker: Checker,
-    pub(crate) trace: Option<Vec<String>>,
+    pub(crate) trace: Option<Vec<(i64, String)>>,
     pub(crate) stop_at: i64,
 }
 
@@ -164,7 +164,7 @@ impl World {
     /// Records a trace line (only when tracing).
     pub(crate) fn note(&mut self, line: impl FnOnce() -> String) {
         if let Some(t) = &mut self.trace {
-            t.push(format!("{:>10} µs  {}", self.q.now(), line()));
+            t.push((self.q.now(), line()));
         }
     }
 
@@ -276,6 +276,7 @@ impl World {
                     detail: format!(
                         "node {i} still holds {k} = {v} after every call ended (at {now} µs)"
                     ),
+                    at: now,
                 });
             }
         }

@@ -1,23 +1,43 @@
 //! Every broken-assumption scenario and every mutant must be flagged by the checker within a
 //! bounded number of seeds; prints the table with the first failing seeds.
 
+use quorumlock_sim::Mutant;
 use quorumlock_sim::runner::{all_scenarios, batch, find, parse_seed, replay};
 
 /// Seeds tried before a scenario counts as not flagged.
-const BOUND: u64 = 3_000;
+const BOUND: u64 = 10_000;
+/// Seeds each mutant's scenario must pass under the real protocol (the control).
+const CONTROL: u64 = 500;
 
 #[test]
 fn broken_scenarios_and_mutants_are_flagged() {
-    let mut missed = Vec::new();
-    println!("| scenario / mutant | expect | schedules run | first failing seed | violation |");
-    println!("|---|---|---|---|---|");
+    let (mut missed, mut unsafe_controls) = (Vec::new(), Vec::new());
+    println!(
+        "| scenario / mutant | expect | schedules run | first failing seed | violation | control: real protocol, same scenario |"
+    );
+    println!("|---|---|---|---|---|---|");
     for (s, m) in all_scenarios().into_iter().filter(|(s, _)| !s.safe) {
         let b = batch(&s, m, 0, BOUND);
         let (seed, what) = match &b.failure {
             Some((seed, what)) => (format!("{seed:#x}"), what.split(':').next().unwrap_or("")),
             None => ("none".to_owned(), ""),
         };
-        println!("| {} | flagged | {} | {seed} | {what} |", s.name, b.runs);
+        let control = if m == Mutant::None {
+            "n/a (broken assumption)".to_owned()
+        } else {
+            let c = batch(&s, Mutant::None, 0, CONTROL);
+            match c.failure {
+                None => format!("0 violations in {} schedules", c.runs),
+                Some((seed, what)) => {
+                    unsafe_controls.push(format!("{}: SEED={seed:#x}: {what}", s.name));
+                    format!("VIOLATION at seed {seed:#x}")
+                }
+            }
+        };
+        println!(
+            "| {} | flagged | {} | {seed} | {what} | {control} |",
+            s.name, b.runs
+        );
         if b.failure.is_none() {
             missed.push(s.name);
         }
@@ -25,6 +45,10 @@ fn broken_scenarios_and_mutants_are_flagged() {
     assert!(
         missed.is_empty(),
         "not flagged within {BOUND} seeds: {missed:?}"
+    );
+    assert!(
+        unsafe_controls.is_empty(),
+        "a mutant's scenario fails the real protocol: {unsafe_controls:?}"
     );
 }
 
