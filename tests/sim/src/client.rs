@@ -196,7 +196,7 @@ impl World {
                         a.tally.round.results[w].kind = NodeKind::Timeout;
                     }
                 }
-                self.finish_raise(c, a);
+                self.finish_raise(c, *a);
             }
             Phase::Backoff(call) => {
                 if self.q.now() >= self.stop_at {
@@ -263,7 +263,7 @@ impl World {
                     else {
                         return;
                     };
-                    self.finish_raise(c, a);
+                    self.finish_raise(c, *a);
                 }
             }
             Phase::Extending(h) => {
@@ -401,13 +401,13 @@ impl World {
         self.conclude(c, *a, tokens);
     }
 
-    fn finish_raise(&mut self, c: usize, mut a: Box<Attempt>) {
+    fn finish_raise(&mut self, c: usize, mut a: Attempt) {
         let n = self.nodes.len();
         let tokens = a
             .raise
             .take()
             .and_then(|r| self.mutant.quorum_reached(n, r.held).then_some(r.tokens));
-        self.conclude(c, *a, tokens);
+        self.conclude(c, a, tokens);
     }
 
     fn conclude(&mut self, c: usize, a: Attempt, tokens: Option<Vec<u64>>) {
