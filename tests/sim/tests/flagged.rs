@@ -67,3 +67,14 @@ fn replay_one_seed() {
     let (s, m) = find(&name).unwrap_or_else(|| panic!("no scenario named like {name:?}"));
     println!("{}", replay(&s, m, seed, lines));
 }
+
+/// One seed, one schedule: two runs of the same seed give the same trace, event for event.
+#[test]
+fn a_seed_replays_exactly() {
+    for (s, m) in all_scenarios() {
+        let a = quorumlock_sim::run(&s, m, 0x5eed, true);
+        let b = quorumlock_sim::run(&s, m, 0x5eed, true);
+        assert_eq!(a.trace, b.trace, "{}", s.name);
+        assert!(a.events > 100, "{}: {} events", s.name, a.events);
+    }
+}
