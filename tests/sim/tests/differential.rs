@@ -3,6 +3,11 @@
 //! every reply compared. Needs `redis-server` on the PATH; ignored by default:
 //! `cargo test -p quorumlock-sim --release --test differential -- --ignored --nocapture`.
 
+#![allow(
+    clippy::expect_used,
+    reason = "test helpers: a failed expectation is a failed test"
+)]
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
