@@ -150,7 +150,7 @@ fn wire(cmd: &Cmd) -> Vec<String> {
         Cmd::Release { keys, value } => eval(scripts::RELEASE, keys, &[value.clone(), s("0")]),
         Cmd::ReleaseOne { key, value } => eval(
             scripts::RELEASE_ONE,
-            &[key.clone()],
+            std::slice::from_ref(key),
             &[value.clone(), s("0")],
         ),
         Cmd::Get { key } => vec![s("GET"), key.clone()],
@@ -224,7 +224,7 @@ fn sequence() -> Vec<Step> {
             value: a.clone(),
         }),
         Run(Cmd::Extend {
-            keys: vec![k.clone()],
+            keys: vec![k],
             value: a.clone(),
             ttl_ms: 500,
         }),
@@ -292,7 +292,7 @@ fn sequence() -> Vec<Step> {
         Run(Cmd::Get { key: fk[1].clone() }),
         Run(Cmd::Raise {
             keys: fk.clone(),
-            value: a.clone(),
+            value: a,
             tokens: vec![7],
             counter_ttl_ms: 0,
         }),
@@ -300,7 +300,7 @@ fn sequence() -> Vec<Step> {
         Sleep(150),
         Run(Cmd::FencedAcquire {
             keys: fk.clone(),
-            value: b.clone(),
+            value: b,
             ttl_ms: 100,
             counter_ttl_ms: 60_000,
         }),
