@@ -1,0 +1,122 @@
+//! The global event queue: every message delivery, timer, crash, restart, clock jump and client
+//! pause is an event at a true time in µs; ties break by insertion order, so a seed fixes the
+//! whole schedule.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use crate::node::{Cmd, Reply};
+
+/// What happens at an instant.
+#[derive(Clone, Debug)]
+pub enum Event {
+    /// Request `round` from `client` reaches `node`.
+    ToNode {
+        /// Target node.
+        node: usize,
+        /// Sender.
+        client: usize,
+        /// The client's round the request belongs to.
+        round: u64,
+        /// The command.
+        cmd: Cmd,
+    },
+    /// A reply from `node` reaches `client`.
+    ToClient {
+        /// Target client.
+        client: usize,
+        /// Replying node.
+        node: usize,
+        /// The round of the request.
+        round: u64,
+        /// The reply.
+        reply: Reply,
+    },
+    /// A client timer; stale when `epoch` is not the client's current one.
+    Timer {
+        /// The client.
+        client: usize,
+        /// Timer epoch.
+        epoch: u64,
+    },
+    /// The node stops (requests to it are lost).
+    Crash {
+        /// The node.
+        node: usize,
+    },
+    /// The node comes back (with its data if persistent).
+    Restart {
+        /// The node.
+        node: usize,
+    },
+    /// The node's clock jumps by `delta` µs.
+    Jump {
+        /// The node.
+        node: usize,
+        /// Signed jump.
+        delta: i64,
+    },
+    /// The client process stalls for `dur` µs (a GC pause, a stopped VM).
+    Pause {
+        /// The client.
+        client: usize,
+        /// Length of the stall.
+        dur: i64,
+    },
+}
+
+struct Entry {
+    at: i64,
+    seq: u64,
+    event: Event,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // Reversed: the heap pops the earliest event, first inserted first.
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+/// Events ordered by true time, then by insertion.
+#[derive(Default)]
+pub struct Queue {
+    heap: BinaryHeap<Entry>,
+    seq: u64,
+    now: i64,
+}
+
+impl Queue {
+    /// The current true time in µs.
+    pub fn now(&self) -> i64 {
+        self.now
+    }
+
+    /// Schedules `event` at `at` (never in the past).
+    pub fn push(&mut self, at: i64, event: Event) {
+        self.seq += 1;
+        self.heap.push(Entry {
+            at: at.max(self.now),
+            seq: self.seq,
+            event,
+        });
+    }
+
+    /// The next event; advances the time to it.
+    pub fn pop(&mut self) -> Option<Event> {
+        let e = self.heap.pop()?;
+        self.now = e.at;
+        Some(e.event)
+    }
+}
