@@ -254,7 +254,7 @@ async fn attempts(
         if let Some(slots) = &slots
             && votes >= q
         {
-            let settled = fencing::settle(
+            let settled = fencing::settle_tokens(
                 inner,
                 &mut round,
                 slots,
@@ -300,7 +300,7 @@ async fn attempts(
         tracing::debug!(attempt, %kind, "attempt failed");
         let elapsed = MonoTime::now() - start;
         let Some(delay) = next_attempt(&opts, attempt, elapsed, value::random8()) else {
-            settle(&mut cleanup).await;
+            await_cleanup(&mut cleanup).await;
             return Err(error.with_history(history));
         };
         let mut vacant = false;
@@ -313,7 +313,7 @@ async fn attempts(
                 (l, v) = async {
                     let (l, ()) = tokio::join!(
                         notifier.listen(&keys, q, node_timeout),
-                        settle(&mut cleanup)
+                        await_cleanup(&mut cleanup)
                     );
                     let vacant = l.is_some() && vacant_on_quorum(inner, &keys, node_timeout).await;
                     (l, vacant)
@@ -351,7 +351,7 @@ async fn attempts(
                 }
             }
         }
-        settle(&mut cleanup).await;
+        await_cleanup(&mut cleanup).await;
     }
 }
 
@@ -364,7 +364,7 @@ const SPLIT_SPREAD_US: u64 = 20_000;
 
 /// Waits for a background cleanup (bounded by `node_timeout`); a panic in the task is not
 /// the caller's failure. Left in place if this wait is cancelled.
-async fn settle(cleanup: &mut Option<JoinHandle<()>>) {
+async fn await_cleanup(cleanup: &mut Option<JoinHandle<()>>) {
     if let Some(c) = cleanup {
         let _ = c.await;
     }

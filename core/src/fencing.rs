@@ -58,7 +58,7 @@ pub(crate) fn record(slots: &Slots, index: usize, tokens: Vec<u64>) {
 /// After a phase 1 that reached the quorum: derives the tokens and runs phase 2 when
 /// fewer than `q` nodes already hold them. Returns the tokens when `|R| >= q`; nodes of `Q`
 /// whose RAISE failed get that outcome in `round`'s report.
-pub(crate) async fn settle(
+pub(crate) async fn settle_tokens(
     inner: &Inner,
     round: &mut Round,
     slots: &Slots,

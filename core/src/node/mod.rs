@@ -382,7 +382,7 @@ impl Node {
         let link = self.link(traffic)?;
         let mut conn = link.conn.clone();
         let r = reply(conn.send(cmd).await);
-        self.settle(&link, r)
+        self.finish(&link, r)
     }
 
     /// Runs a script by SHA-1, falling back once to `EVAL` on `NOSCRIPT`.
@@ -402,10 +402,10 @@ impl Node {
             }
             other => other,
         };
-        self.settle(&link, r)
+        self.finish(&link, r)
     }
 
-    fn settle(&self, link: &Link, r: redis::RedisResult<Value>) -> Result<Value, NodeFailure> {
+    fn finish(&self, link: &Link, r: redis::RedisResult<Value>) -> Result<Value, NodeFailure> {
         r.map_err(|e| {
             let failure = classify(&e);
             // A cluster connection reconnects to each of its nodes by itself.
