@@ -133,6 +133,16 @@ fn drop_kills_every_node_and_deletes_the_folder() {
 
 #[test]
 fn sweep_kills_orphans_of_dead_owners_only() {
+    /// Owns the orphan: kills and reaps it when dropped, unless it was reaped already (std
+    /// never signals a child whose status it has collected, so a reused PID is safe).
+    struct Reaper(std::process::Child);
+    impl Drop for Reaper {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
     let live = Cluster::builder()
         .nodes(1)
         .persist(Persist::None)
@@ -149,7 +159,7 @@ fn sweep_kills_orphans_of_dead_owners_only() {
         l.local_addr().unwrap().port()
     };
     std::fs::create_dir(dir.join("n0")).unwrap();
-    let mut orphan = Command::new("redis-server")
+    let orphan = Command::new("redis-server")
         .args([
             "--port",
             &port.to_string(),
@@ -163,12 +173,25 @@ fn sweep_kills_orphans_of_dead_owners_only() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::fs::write(dir.join("n0/pid"), format!("{}\n", orphan.id())).unwrap();
+    // Killed if the test fails before the sweep does it.
+    let mut orphan = Reaper(orphan);
+    std::fs::write(dir.join("n0/pid"), format!("{}\n", orphan.0.id())).unwrap();
     std::fs::write(dir.join("n0/port"), format!("{port}\n")).unwrap();
+    // The sweep only kills a redis-server it finds on its recorded port: wait until the orphan
+    // listens (on a loaded machine it may take a while to start).
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let up = (0..500).any(|_| {
+        let pong = command_timeout(addr, &[b"PING"], Duration::from_millis(100)).is_ok();
+        if !pong {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        pong
+    });
+    assert!(up, "the orphan never answered PING");
 
     let report = run::sweep(false);
     assert!(report.killed >= 1, "{report:?}");
-    assert!(orphan.wait().unwrap().signal().is_some());
+    assert!(orphan.0.wait().unwrap().signal().is_some());
     assert!(!dir.exists());
     // The live cluster's folder and node are untouched.
     assert!(live.run_dir().is_dir());
