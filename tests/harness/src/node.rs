@@ -191,16 +191,18 @@ impl Node {
         }
         // Ready only when the server on the port is our child: another test's server may
         // hold the port while ours is still starting (and about to fail with "Address
-        // already in use"), and must never be taken for ours.
-        let info = crate::command_timeout(
-            self.addr(),
-            &[b"INFO", b"server"],
-            Duration::from_millis(200),
-        );
+        // already in use"), and must never be taken for ours. And only once it has loaded
+        // its data: `INFO` is answered while loading, when other commands get `LOADING`.
+        let info = crate::command_timeout(self.addr(), &[b"INFO"], Duration::from_millis(200));
         let ours = format!("process_id:{}\r\n", self.pid);
         match info {
-            Ok(crate::Reply::Bulk(text)) if String::from_utf8_lossy(&text).contains(&ours) => {
-                Status::Ready
+            Ok(crate::Reply::Bulk(text)) => {
+                let text = String::from_utf8_lossy(&text);
+                if text.contains(&ours) && text.contains("\r\nloading:0\r\n") {
+                    Status::Ready
+                } else {
+                    Status::Starting
+                }
             }
             _ => Status::Starting,
         }

@@ -99,10 +99,8 @@ fn set_kill_restart_get(persist: Persist) -> Reply {
 
 #[test]
 fn restart_always_keeps_the_key() {
-    assert_eq!(
-        set_kill_restart_get(Persist::Always).as_bytes(),
-        Some(&b"tokA"[..])
-    );
+    let reply = set_kill_restart_get(Persist::Always);
+    assert_eq!(reply.as_bytes(), Some(&b"tokA"[..]), "{reply:?}");
 }
 
 #[test]
