@@ -84,9 +84,19 @@ impl CleanupGuard {
     /// have written a key. Nothing to clean (every node refused or was not asked): `None`.
     fn spawn_after(mut self, round: &quorum::Round) -> Option<JoinHandle<()>> {
         let value = self.value.take()?;
-        let dirty: Vec<Arc<Node>> = cleanup_plan(round)
-            .into_iter()
-            .filter_map(|i| self.inner.nodes.get(i).cloned())
+        // A cluster member's client retries a request after an I/O error by itself, so a
+        // `HeldByOther` there may follow our own first write: clean cluster members that were
+        // asked, whatever they answered (compare-and-delete touches only our value).
+        let plan = cleanup_plan(round);
+        let dirty: Vec<Arc<Node>> = self
+            .inner
+            .nodes
+            .iter()
+            .zip(&round.results)
+            .filter(|(n, r)| {
+                plan.contains(&r.index) || (n.is_cluster() && r.kind == NodeKind::HeldByOther)
+            })
+            .map(|(n, _)| n.clone())
             .collect();
         if dirty.is_empty() {
             return None;

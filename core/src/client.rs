@@ -284,7 +284,7 @@ impl ClientBuilder {
             if let Some(first) = targets.iter().position(same) {
                 warnings.push(Warning::new(
                     WarningKind::DuplicateNode,
-                    None,
+                    Some((first, &targets[first].display())),
                     format!(
                         "entry #{i} ({}) is the same server as node #{first} ({}) and counts once, as node #{first}; list each server once (db 0 and db 1 of one server are one master, not two)",
                         target.display(),
@@ -299,7 +299,7 @@ impl ClientBuilder {
             drift_factor: self.drift_factor,
             drift_constant: self.drift_constant,
             max_ttl: self.max_ttl,
-            quarantine_period: self.max_ttl + self.quarantine_margin,
+            quarantine_period: self.max_ttl.saturating_add(self.quarantine_margin),
         };
         timing.check(&self.defaults, self.defaults.get_ttl())?;
         Ok((timing, targets, warnings))
@@ -341,7 +341,7 @@ impl ClientBuilder {
             .collect();
         let connected = quorum::round(
             &nodes,
-            self.connect_timeout * 2,
+            self.connect_timeout.saturating_mul(2),
             Decide::All,
             |node| async move {
                 if !node.connect_once().await {

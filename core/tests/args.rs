@@ -142,6 +142,11 @@ async fn bad_extend_and_release_arguments() {
     invalid(lock.extend(Duration::ZERO).await, "positive");
     invalid(lock.extend(Duration::from_secs(120)).await, "max_ttl");
     assert!(lock.is_held(), "a refused extend leaves the lock alone");
+    let fenced_given = opts(1_000).fenced(true).value("6f1c9a52-0d3e-4b8e-9a77");
+    invalid(
+        client.acquire_with(["r"], &fenced_given).await,
+        "fresh value",
+    );
     invalid(client.release_value(["r"], "short").await, "16 printable");
     invalid(
         client.release_value(["r"], &"z ".repeat(20)).await,

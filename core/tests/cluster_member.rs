@@ -192,6 +192,9 @@ async fn the_quarantine_and_its_warning_apply_per_primary() {
     let e = client.acquire(["q"]).await.unwrap_err();
     let node = &e.report().nodes()[0];
     assert_eq!(node.kind, NodeKind::Quarantined, "{e}");
+    // Not by uptime: restarts are invisible behind a cluster client, so durable writes it is.
+    let detail = node.detail.as_deref().unwrap_or("");
+    assert!(detail.contains("write durably"), "{detail}");
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = seen.clone();
     let client = builder(vec![url])

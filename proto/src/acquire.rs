@@ -111,13 +111,19 @@ pub fn next_attempt(
     random: [u8; 8],
 ) -> Option<Duration> {
     let jitter_us = u64::try_from(opts.get_retry_jitter().as_micros()).unwrap_or(u64::MAX);
-    let delay = opts.get_retry_delay() + Duration::from_micros(value::below(jitter_us, random));
-    let out_of_budget = opts.get_wait().is_some_and(|w| elapsed + delay > w);
+    let jitter = Duration::from_micros(value::below(jitter_us, random));
+    let delay = opts.get_retry_delay().saturating_add(jitter);
+    let out_of_budget = opts
+        .get_wait()
+        .is_some_and(|w| elapsed.saturating_add(delay) > w);
     (attempt <= opts.get_retry_count() && !out_of_budget).then_some(delay)
 }
 
 /// The report kept for an error: rounds become reports, the history at most `cap` long.
 pub fn remember(history: &mut Vec<Report>, report: &Report, cap: usize) {
+    if cap == 0 {
+        return;
+    }
     if history.len() >= cap {
         history.remove(0);
     }

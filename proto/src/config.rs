@@ -319,7 +319,7 @@ impl Timing {
     pub fn drift(&self, ttl: Duration) -> Duration {
         let us = (ttl.as_micros() as f64 * self.drift_factor).ceil();
         // ttl <= max_ttl and d is checked to be finite and small, so this fits.
-        Duration::from_micros(us as u64) + self.drift_constant
+        Duration::from_micros(us as u64).saturating_add(self.drift_constant)
     }
 
     /// Validates `ttl` and the options against these settings; returns the TTL in whole
@@ -339,7 +339,9 @@ impl Timing {
                 self.max_ttl
             )));
         }
-        let floor = self.drift(ttl) + opts.effective_min_validity(ttl);
+        let floor = self
+            .drift(ttl)
+            .saturating_add(opts.effective_min_validity(ttl));
         if ttl <= floor {
             return Err(Error::invalid(format!(
                 "ttl {ttl:?} leaves no validity after drift {:?} and min_validity {:?}",
@@ -360,6 +362,11 @@ impl Timing {
         }
         if let Some(v) = &opts.value {
             crate::value::check_given(v)?;
+            if opts.fenced {
+                return Err(Error::invalid(
+                    "a fenced lock needs a fresh value per attempt: the token guarantee rests on it (REDLOCK.md §7.6); drop the given value or the fencing",
+                ));
+            }
         }
         if opts.auto_extend && opts.effective_extend_interval(ttl).is_zero() {
             return Err(Error::invalid("extend_interval must be positive"));

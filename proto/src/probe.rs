@@ -84,6 +84,19 @@ impl Decision {
                 .map(|(kind, text)| (kind, format!("{text}{on}")));
         }
         let durable = durable(facts.config);
+        if facts.cluster && settings.quarantine != Quarantine::Off && !durable {
+            // A cluster client reconnects to a restarted primary by itself and retries, so no
+            // restart is ever seen and an uptime-based quarantine would protect nothing.
+            if self.unusable.is_none() {
+                self.unusable = Some((
+                    NodeKind::Quarantined,
+                    format!(
+                        "a cluster member's primaries must write durably (appendonly yes, appendfsync always) while the restart quarantine is on: the cluster client reconnects to a restarted primary by itself, so the quarantine cannot see restarts{on}; make the primaries durable, or turn the quarantine off and accept the restart hazard"
+                    ),
+                ));
+            }
+            return;
+        }
         if settings.quarantine != Quarantine::Off && !durable {
             // uptime is rounded down, so the wait is conservative.
             self.wait = self
@@ -204,7 +217,7 @@ mod tests {
                 server: "p1",
                 info: Some(&old),
                 config: &plain,
-                cluster: true,
+                cluster: false,
             },
             &s,
         );
@@ -213,7 +226,7 @@ mod tests {
                 server: "p2",
                 info: Some(&young),
                 config: &plain,
-                cluster: true,
+                cluster: false,
             },
             &s,
         );
@@ -272,7 +285,27 @@ mod tests {
             verdict(&cluster_node, false),
             Some(NodeKind::ClusterUnsupported)
         );
-        assert_eq!(verdict(&cluster_node, true), None);
+        assert_eq!(
+            verdict(&cluster_node, true),
+            Some(NodeKind::Quarantined),
+            "a plain primary"
+        );
+        let mut durable_cluster = Decision::default();
+        let aof = map(&[
+            ("appendonly", "yes"),
+            ("appendfsync", "always"),
+            ("no-appendfsync-on-rewrite", "no"),
+        ]);
+        durable_cluster.add(
+            &Facts {
+                server: "p",
+                info: Some(&cluster_node),
+                config: &aof,
+                cluster: true,
+            },
+            &s,
+        );
+        assert_eq!(durable_cluster.unusable, None);
         assert_eq!(verdict(&evicting, false), Some(NodeKind::EvictionPolicy));
         let mut strict = Decision::default();
         strict.add(

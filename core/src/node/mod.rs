@@ -149,7 +149,7 @@ impl Node {
     /// Connects and probes once; on failure records why. True when connected.
     pub(crate) async fn connect_once(&self) -> bool {
         let timeout = self.checks.connect_timeout;
-        let attempt = tokio::time::timeout(timeout * 2, async {
+        let attempt = tokio::time::timeout(timeout.saturating_mul(2), async {
             let mut conn = self.target.connect(timeout).await?;
             let probe = probe::probe(&mut conn, &self.checks, (self.index, &self.address)).await?;
             Ok::<_, RedisError>((conn, probe))
@@ -184,7 +184,7 @@ impl Node {
         let (mut conn, id) = (link.conn.clone(), link.id);
         self.runtime.spawn(async move {
             let Some(node) = weak.upgrade() else { return };
-            let timeout = node.checks.connect_timeout * 2;
+            let timeout = node.checks.connect_timeout.saturating_mul(2);
             // After a failure, the next try comes one period later.
             let retry_later = |node: Arc<Node>| async move {
                 tokio::time::sleep(node.checks.reprobe_every).await;

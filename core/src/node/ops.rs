@@ -91,7 +91,13 @@ impl Node {
         if won.iter().all(|w| matches!(w, Ok(true))) {
             return Ok(NodeKind::Ok);
         }
-        let _ = self.release(lock_keys, value, false).await;
+        if let Err((kind, text)) = self.release(lock_keys, value, false).await {
+            // Not an "untouched" kind: the attempt's own cleanup tries again.
+            return Err((
+                NodeKind::Other,
+                format!("a partial acquisition could not be undone ({kind}: {text})"),
+            ));
+        }
         match won.into_iter().find_map(Result::err) {
             Some(failure) => Err(failure),
             None => Ok(NodeKind::HeldByOther),

@@ -176,16 +176,16 @@ pub(crate) fn parse_cluster(
     }
     let query = tail.find('?').map_or("", |q| &tail[q..]);
     let mut seeds = Vec::new();
-    for host in hosts.split(',').map(str::trim) {
+    for (k, host) in hosts.split(',').map(str::trim).enumerate() {
         if host.is_empty() {
             return Err("a cluster URL lists host:port pairs separated by commas".to_owned());
         }
         let seed = format!("{scheme}://{userinfo}{host}/{query}");
-        // The redis error never echoes the URL, so no credentials leak here.
-        seeds.push(
-            redis::Client::open(seed)
-                .map_err(|e| format!("invalid cluster seed {host:?} ({e})"))?,
-        );
+        // Neither the seed's text (a malformed URL can put credentials there) nor the redis
+        // error (which never echoes the URL) leaks credentials.
+        let client =
+            redis::Client::open(seed).map_err(|e| format!("invalid cluster seed #{k} ({e})"))?;
+        seeds.push(client);
     }
     let infos: Vec<redis::ConnectionInfo> = seeds
         .iter()
@@ -255,6 +255,7 @@ mod tests {
             "redis+cluster://h:1,,h:2",
             "redis+cluster://h:1/3",
             "redis+cluster://u:s3cret@h:notaport",
+            "redis+cluster://user:pa?ss@h:1",
         ] {
             let e = cluster(url).err().unwrap_or_default();
             assert!(!e.is_empty(), "{url} accepted");
