@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use quorumlock::{ClientBuilder, EvictionCheck, KeyFormat, LockOptions, Quarantine};
 
 use crate::error::invalid;
@@ -15,16 +16,10 @@ use crate::error::invalid;
 /// microsecond, also for durations too long for a float to hold every millisecond). `bool` is
 /// refused although it is an `int`.
 pub(crate) fn seconds(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Duration> {
-    if let Some(d) = timedelta(name, v)? {
-        return Ok(d);
-    }
-    if v.is_instance_of::<PyBool>()
-        || !(v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>())
-    {
-        return Err(PyTypeError::new_err(format!(
-            "{name} must be a number of seconds (int or float), not {}",
-            v.get_type().name()?
-        )));
+    let number = !v.is_instance_of::<PyBool>()
+        && (v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>());
+    if !number {
+        return timedelta(name, v);
     }
     let secs: f64 = v.extract()?;
     if !secs.is_finite() || secs < 0.0 {
@@ -36,12 +31,14 @@ pub(crate) fn seconds(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Duration> {
         .map_err(|_| invalid(format!("{name} is too large (got {secs} s)")))
 }
 
-/// A `datetime.timedelta` as a `Duration`; `None` for any other type.
-fn timedelta(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Option<Duration>> {
-    let py = v.py();
-    let class = py.import("datetime")?.getattr("timedelta")?;
-    if !v.is_instance(&class)? {
-        return Ok(None);
+/// A `datetime.timedelta` as a `Duration`; `TypeError` for any other type.
+fn timedelta(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Duration> {
+    static TIMEDELTA: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    if !v.is_instance(TIMEDELTA.import(v.py(), "datetime", "timedelta")?)? {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be a number of seconds (int or float) or a timedelta, not {}",
+            v.get_type().name()?
+        )));
     }
     let part = |field: &str| -> PyResult<i64> { v.getattr(field)?.extract() };
     let (days, secs, micros) = (part("days")?, part("seconds")?, part("microseconds")?);
@@ -54,9 +51,7 @@ fn timedelta(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Option<Duration>> {
     // days <= 999_999_999, so the seconds fit u64; the parts are normalized (secs < 86400).
     let whole = u64::try_from(days * 86_400 + secs).unwrap_or(0);
     let micros = u64::try_from(micros).unwrap_or(0);
-    Ok(Some(
-        Duration::from_secs(whole) + Duration::from_micros(micros),
-    ))
+    Ok(Duration::from_secs(whole) + Duration::from_micros(micros))
 }
 
 /// A non-negative integer that fits `u32`.

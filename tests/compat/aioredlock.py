@@ -16,7 +16,6 @@ Prints pytest's summary and ``N passed, N failed``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
@@ -25,19 +24,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _plain_node import ROOT, plain_node
+from _common import arguments, plain_node
 
 MODULES = ("__init__", "algorithm", "errors", "lock", "sentinel")
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("checkout", type=Path)
-    ap.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"))
-    ap.add_argument(
-        "--real", action="store_true", help="run against the real aioredlock"
-    )
-    args = ap.parse_args()
+    args = arguments(__doc__.splitlines()[0], "aioredlock")
 
     with plain_node() as port, tempfile.TemporaryDirectory() as tmp:
         shutil.copytree(args.checkout / "tests", Path(tmp, "tests"))

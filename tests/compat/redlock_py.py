@@ -16,7 +16,6 @@ output and a last line ``N passed, N failed``; exits 0 only if every test passed
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import subprocess
@@ -24,20 +23,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _plain_node import ROOT, plain_node
+from _common import arguments, plain_node
 
 SHIM = "from quorumlock.compat.redlock import *  # noqa: F403\n"
 NODE = '{"host": "localhost"}'
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("checkout", type=Path)
-    ap.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"))
-    ap.add_argument(
-        "--real", action="store_true", help="run against the real redlock-py"
-    )
-    args = ap.parse_args()
+    args = arguments(__doc__.splitlines()[0], "redlock-py")
 
     suite = (args.checkout / "tests" / "test_redlock.py").read_text()
     if suite.count(NODE) != 1:

@@ -1,8 +1,9 @@
-"""What the peer-suite runners share: one plain redis-server (no AOF, just started) from
-ql-harness on a free port, its port, and stopping it by its run folder."""
+"""What the peer-suite runners share: their command line, and one plain redis-server (no AOF,
+just started) from ql-harness on a free port, stopped by its run folder."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -12,6 +13,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = os.environ.get("QL_HARNESS") or str(ROOT / "target" / "debug" / "ql-harness")
+
+
+def arguments(description: str, peer: str) -> argparse.Namespace:
+    """``CHECKOUT [--python PY] [--real]``: the peer's checkout, the interpreter that runs its
+    suite, and whether to run it against the real ``peer`` instead of the drop-in."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("checkout", type=Path)
+    ap.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"))
+    ap.add_argument("--real", action="store_true", help=f"run against the real {peer}")
+    return ap.parse_args()
 
 
 @contextmanager
