@@ -1,6 +1,9 @@
-//! The acquisition loop (REDLOCK.md §3.2): fresh value per attempt, parallel fan-out, decision
-//! at quorum, validity on the monotonic clock, cleanup after every failed attempt and on
-//! cancellation, retries with jitter within an optional wait budget.
+//! The tokio driver of an acquisition (REDLOCK.md §3.2). The decisions (fresh value per
+//! attempt, decision at quorum, validity, fencing phase 2, cleanup after every failed attempt
+//! and on cancellation, retries with jitter within an optional wait budget) are
+//! `quorumlock_proto::acquisition`'s; this module sends its requests in parallel on the
+//! nodes' connections, runs its timers, its cleanups and its release subscriptions, and
+//! turns its grant into a [`Lock`].
 //!
 //! Waiting (REDLOCK.md §9): a call starts listening for releases after its *first failed*
 //! attempt, not before its first attempt as §9 describes. Subscribing first would cost every
@@ -14,17 +17,21 @@
 //! right after the attempt's request reached a node would otherwise cost a whole retry delay
 //! (seen in the hand-off benchmark); keeping it costs at most one extra attempt.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use tokio::task::JoinHandle;
-use tracing::Instrument;
 
 use crate::cancel::CancelToken;
 use crate::client::Inner;
 use crate::clock::MonoTime;
 use crate::config::LockOptions;
-use crate::error::{Error, ErrorKind, MAX_ATTEMPT_REPORTS, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::fencing;
 use crate::lock::{Grant, Lock};
 use crate::metrics::ClientStats;
@@ -32,10 +39,10 @@ use crate::node::Node;
 use crate::node::notify::Listener;
 use crate::quorum::{self, Decide};
 use crate::report::{NodeKind, Report};
-use crate::value;
-use quorumlock_proto::acquire::{
-    AttemptVerdict, cleanup_plan, next_attempt, remember, verdict as attempt_verdict,
-};
+use crate::value::OsRandom;
+use quorumlock_proto::acquire::vacant;
+use quorumlock_proto::acquisition::{Acquisition, Output, Request};
+use quorumlock_proto::round::Answer;
 
 /// Sends RELEASE for `keys`/`value` to every node and waits (each node bounded by
 /// `timeout`) for the per-node report.
@@ -63,66 +70,6 @@ async fn release_on(
     .into_report()
 }
 
-/// Releases an attempt's keys when dropped while armed: a cancelled acquisition (its
-/// future dropped mid-attempt) still cleans every node (REDLOCK.md §3.5).
-struct CleanupGuard {
-    inner: Arc<Inner>,
-    keys: Arc<[Vec<u8>]>,
-    value: Option<Arc<str>>,
-    timeout: Duration,
-}
-
-impl CleanupGuard {
-    /// Starts the cleanup now, in an engine-owned task.
-    fn spawn(mut self) -> Option<JoinHandle<()>> {
-        self.value
-            .take()
-            .map(|v| spawn_release(&self.inner, self.keys.clone(), v, self.timeout))
-    }
-
-    /// The attempt failed as `round` says: starts the cleanup on the nodes where it may
-    /// have written a key. Nothing to clean (every node refused or was not asked): `None`.
-    fn spawn_after(mut self, round: &quorum::Round) -> Option<JoinHandle<()>> {
-        let value = self.value.take()?;
-        // A cluster member's client retries a request after an I/O error by itself, so a
-        // `HeldByOther` there may follow our own first write: clean cluster members that were
-        // asked, whatever they answered (compare-and-delete touches only our value).
-        let plan = cleanup_plan(round);
-        let dirty: Vec<Arc<Node>> = self
-            .inner
-            .nodes
-            .iter()
-            .zip(&round.results)
-            .filter(|(n, r)| {
-                plan.contains(&r.index) || (n.is_cluster() && r.kind == NodeKind::HeldByOther)
-            })
-            .map(|(n, _)| n.clone())
-            .collect();
-        if dirty.is_empty() {
-            return None;
-        }
-        let (inner, keys, timeout) = (self.inner.clone(), self.keys.clone(), self.timeout);
-        Some(self.inner.runtime.spawn(async move {
-            let report = release_on(&inner, &dirty, &keys, &value, timeout).await;
-            tracing::trace!(%report, "cleanup done");
-        }))
-    }
-
-    /// The attempt succeeded: the keys now belong to the returned lock.
-    fn disarm(mut self) -> Option<Arc<str>> {
-        self.value.take()
-    }
-}
-
-impl Drop for CleanupGuard {
-    fn drop(&mut self) {
-        if let Some(v) = self.value.take() {
-            tracing::debug!("acquisition cancelled; releasing its keys in the background");
-            spawn_release(&self.inner, self.keys.clone(), v, self.timeout);
-        }
-    }
-}
-
 pub(crate) fn spawn_release(
     inner: &Arc<Inner>,
     keys: Arc<[Vec<u8>]>,
@@ -142,21 +89,6 @@ async fn cancelled(cancel: Option<&CancelToken>) {
         Some(c) => c.cancelled().await,
         None => std::future::pending().await,
     }
-}
-
-/// The `Cancelled` outcome, after the attempt's cleanup has finished (bounded by
-/// `node_timeout`), so a caller that exits right away leaves no key behind.
-async fn cancel_now(
-    cleanup: Option<JoinHandle<()>>,
-    attempts: u32,
-    history: &mut Vec<Report>,
-) -> Error {
-    if let Some(c) = cleanup {
-        let _ = c.await;
-    }
-    Error::new(ErrorKind::Cancelled, "the acquisition was cancelled")
-        .with_attempts(attempts)
-        .with_history(std::mem::take(history))
 }
 
 /// One acquire call: the attempts of [`attempts`], counted in the client's metrics.
@@ -182,203 +114,354 @@ pub(crate) async fn acquire(
     result
 }
 
+/// What one node answered to one request: the round, the node, the answer, the request's
+/// latency and, for a fenced acquisition that took the lock, the counters.
+type Reply = (u64, usize, Answer, Duration, Option<Vec<u64>>);
+type InFlight = FuturesUnordered<Pin<Box<dyn Future<Output = Reply> + Send>>>;
+/// The subscription of the first wait, and whether the keys were vacant once it was live.
+type Listening<'a> = Pin<Box<dyn Future<Output = (Option<Listener>, bool)> + Send + 'a>>;
+
+/// One acquisition: the protocol's machine, the keys its requests carry, and the call's I/O
+/// state. Dropped while an attempt is in flight (the caller's future was dropped), it still
+/// cleans the nodes that may hold that attempt's key (REDLOCK.md §3.5).
+struct Driver<'a> {
+    m: Acquisition,
+    inner: &'a Arc<Inner>,
+    keys: Arc<[Vec<u8>]>,
+    /// The lock keys, followed by their counters when fenced.
+    all_keys: Arc<[Vec<u8>]>,
+    ttl_ms: u64,
+    counter_ttl_ms: u64,
+    inflight: InFlight,
+    /// Replies that were ready when their requests were sent: fed to the machine together.
+    ready: Vec<Reply>,
+    /// Nodes reported as timed out, by round: their late replies stay out of the metrics.
+    timed_out: Vec<(u64, usize)>,
+    cleanup: Option<JoinHandle<()>>,
+    listening: Option<Listening<'a>>,
+    listener: Option<Listener>,
+}
+
+impl Drop for Driver<'_> {
+    fn drop(&mut self) {
+        if let Some((nodes, value)) = self.m.cancel().clean {
+            tracing::debug!("acquisition cancelled; releasing its keys in the background");
+            self.clean(nodes, value);
+        }
+        self.drain();
+    }
+}
+
+fn now_us() -> u64 {
+    MonoTime::now().as_micros()
+}
+
+impl Driver<'_> {
+    /// Starts `request` on `node`; the future is polled once right away, so the request is
+    /// queued on its connection before any reply is looked at (a request first polled after
+    /// the round's decision could land behind the cleanup of a failed attempt).
+    fn send(&mut self, round: u64, index: usize, request: Request) {
+        let Some(node) = self.inner.nodes.get(index).cloned() else {
+            return;
+        };
+        let (keys, ttl_ms, counter_ttl_ms) =
+            (self.all_keys.clone(), self.ttl_ms, self.counter_ttl_ms);
+        let sent = MonoTime::now();
+        let mut fut: Pin<Box<dyn Future<Output = Reply> + Send>> = Box::pin(async move {
+            let (answer, counters) = match request {
+                Request::Acquire { value } => (node.acquire(&keys, &value, ttl_ms).await, None),
+                Request::FencedAcquire { value } => {
+                    match node
+                        .fenced_acquire(&keys, &value, ttl_ms, counter_ttl_ms)
+                        .await
+                    {
+                        Ok(Some(c)) => (Ok(NodeKind::Ok), Some(c)),
+                        Ok(None) => (Ok(NodeKind::HeldByOther), None),
+                        Err(e) => (Err(e), None),
+                    }
+                }
+                Request::Raise { value, tokens } => (
+                    node.raise(&keys, &value, &tokens, counter_ttl_ms).await,
+                    None,
+                ),
+            };
+            (round, index, answer, MonoTime::now() - sent, counters)
+        });
+        let waker = futures_util::task::noop_waker();
+        let mut cx = std::task::Context::from_waker(&waker);
+        match fut.as_mut().poll(&mut cx) {
+            Poll::Ready(reply) => self.ready.push(reply),
+            Poll::Pending => self.inflight.push(fut),
+        }
+    }
+
+    /// Counts a reply in its node's metrics (unless that node already counted a timeout).
+    fn observe(&self, round: u64, index: usize, answer: &Answer, latency: Duration) {
+        if self.timed_out.contains(&(round, index)) {
+            return;
+        }
+        if let Some(node) = self.inner.nodes.get(index) {
+            let kind = match answer {
+                Ok(k) => *k,
+                Err((k, _)) => *k,
+            };
+            node.stats.observe(kind, Some(latency));
+        }
+    }
+
+    /// Starts a cleanup: releases `value` on `nodes` in an engine-owned task, which outlives
+    /// the caller.
+    fn clean(&mut self, nodes: Vec<usize>, value: Arc<str>) {
+        let dirty: Vec<Arc<Node>> = nodes
+            .iter()
+            .filter_map(|i| self.inner.nodes.get(*i).cloned())
+            .collect();
+        let (inner, keys, timeout) = (self.inner.clone(), self.keys.clone(), self.m.node_timeout());
+        self.cleanup = Some(self.inner.runtime.spawn(async move {
+            let report = release_on(&inner, &dirty, &keys, &value, timeout).await;
+            tracing::trace!(%report, "cleanup done");
+        }));
+    }
+
+    /// Keeps the requests still in flight alive until they end (bounded): the multiplexer
+    /// drops queued requests whose caller went away, so an abandoned request may never be
+    /// written. A lock is sturdier on more than q nodes, and a failed attempt's cleanup is
+    /// queued behind its requests on the same connections. Late replies go nowhere but into
+    /// the metrics of their node.
+    fn drain(&mut self) {
+        if self.inflight.is_empty() {
+            return;
+        }
+        let mut pending = std::mem::take(&mut self.inflight);
+        let (nodes, timed_out) = (
+            self.inner.nodes.clone(),
+            std::mem::take(&mut self.timed_out),
+        );
+        self.inner
+            .runtime
+            .spawn(tokio::time::timeout(DRAIN_BOUND, async move {
+                while let Some((round, i, answer, latency, _)) = pending.next().await {
+                    if let Some(node) = nodes.get(i)
+                        && !timed_out.contains(&(round, i))
+                    {
+                        let kind = answer.unwrap_or_else(|(kind, _)| kind);
+                        node.stats.observe(kind, Some(latency));
+                    }
+                }
+            }));
+    }
+}
+
+/// How long requests still in flight when an acquisition ends are kept alive in the
+/// background.
+const DRAIN_BOUND: Duration = Duration::from_secs(30);
+
+/// Drives the protocol's [`Acquisition`]: sends its requests, feeds it replies, timers,
+/// cleanup ends, release notices and cancellation, and turns its result into a [`Lock`].
 async fn attempts(
     inner: &Arc<Inner>,
     resources: Vec<Vec<u8>>,
     opts: LockOptions,
     cancel: Option<&CancelToken>,
 ) -> Result<Lock> {
-    let ttl = opts.get_ttl();
-    let ttl_ms = inner.timing.check(&opts, ttl)?;
+    let m = Acquisition::new(inner.members.clone(), opts, &inner.timing, now_us())?;
     let keys: Arc<[Vec<u8>]> = resources.iter().map(|r| inner.key(r)).collect();
-    let node_timeout = opts.effective_node_timeout(ttl);
-    let drift = inner.timing.drift(ttl);
-    let min_validity_us =
-        i64::try_from(opts.effective_min_validity(ttl).as_micros()).unwrap_or(i64::MAX);
-    let q = inner.quorum();
-    let fenced = opts.get_fenced();
-    let all_keys = if fenced {
-        fencing::with_counters(&keys)
-    } else {
-        keys.clone()
-    };
-    let counter_ttl_ms = opts
+    let fenced = m.options().get_fenced();
+    let counter_ttl_ms = m
+        .options()
         .get_fence_counter_ttl()
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    let start = MonoTime::now();
-    let mut attempt: u32 = 0;
-    // Created at the first wait (once per call); listening ends with the call
-    // (REDLOCK.md §9).
-    let mut listener: Option<Listener> = None;
-    let mut history: Vec<Report> = Vec::new();
+    let mut d = Driver {
+        inner,
+        all_keys: if fenced {
+            fencing::with_counters(&keys)
+        } else {
+            keys.clone()
+        },
+        keys,
+        ttl_ms: m.ttl_ms(),
+        counter_ttl_ms,
+        m,
+        inflight: FuturesUnordered::new(),
+        ready: Vec::new(),
+        timed_out: Vec::new(),
+        cleanup: None,
+        listening: None,
+        listener: None,
+    };
+    let timeout = d.m.node_timeout();
     loop {
-        attempt = attempt.saturating_add(1);
-        ClientStats::bump(&inner.stats.attempts);
-        // Notices from before this attempt are answered by it. Notices that arrive while it
-        // runs are kept: a release that lands just after this attempt's request reached a
-        // node must still wake the wait that follows a failure (at the cost of one more
-        // attempt when the notice was older than the key this attempt met).
-        if let Some(l) = &listener {
-            l.reset();
-        }
-        let span = tracing::debug_span!("quorumlock.acquire", attempt, nodes = inner.nodes.len());
-        let guard = CleanupGuard {
-            inner: inner.clone(),
-            keys: keys.clone(),
-            value: Some(match opts.get_value() {
-                Some(given) => given.into(),
-                None => value::fresh()?.into(),
-            }),
-            timeout: node_timeout,
-        };
-        let value: Arc<str> = guard.value.clone().unwrap_or_else(|| Arc::from(""));
-        let slots = fenced.then(|| fencing::slots(inner.nodes.len()));
-        let t1 = MonoTime::now();
-        let round = quorum::round(&inner.nodes, node_timeout, Decide::AtQuorum, |node| {
-            let (keys, value, slots) = (all_keys.clone(), value.clone(), slots.clone());
-            async move {
-                let Some(slots) = slots else {
-                    return node.acquire(&keys, &value, ttl_ms).await;
-                };
-                match node
-                    .fenced_acquire(&keys, &value, ttl_ms, counter_ttl_ms)
-                    .await?
-                {
-                    Some(tokens) => {
-                        fencing::record(&slots, node.index, tokens);
-                        Ok(NodeKind::Ok)
+        while let Some(out) = d.m.poll_output(now_us(), &mut OsRandom) {
+            match out {
+                Output::Attempt { number } => {
+                    ClientStats::bump(&inner.stats.attempts);
+                    tracing::trace!(attempt = number, nodes = inner.nodes.len(), "attempt");
+                    // Notices from before this attempt are answered by it. Notices that
+                    // arrive while it runs are kept: a release that lands just after this
+                    // attempt's request reached a node must still wake the wait that follows.
+                    if let Some(l) = &d.listener {
+                        l.reset();
                     }
-                    None => Ok(NodeKind::HeldByOther),
+                }
+                Output::Send {
+                    round,
+                    node,
+                    request,
+                } => d.send(round, node, request),
+                Output::Clean { nodes, value } => d.clean(nodes, value),
+                Output::Listen => {
+                    if let Some(notifier) = &inner.notifier {
+                        let (keys, q) = (d.keys.clone(), inner.quorum());
+                        d.listening = Some(Box::pin(async move {
+                            let l = notifier.listen(&keys, q, timeout).await;
+                            let vacant =
+                                l.is_some() && vacant_on_quorum(inner, &keys, timeout).await;
+                            (l, vacant)
+                        }));
+                    }
+                }
+                Output::Done(Ok(grant)) => {
+                    tracing::debug!(attempt = grant.attempts, "acquired");
+                    let (keys, opts) = (d.keys.clone(), d.m.options().clone());
+                    return Ok(Lock::new(granted(inner, resources, keys, opts, grant)));
+                }
+                Output::Done(Err(e)) => {
+                    tracing::debug!(attempts = e.attempts(), kind = %e.kind(), "acquisition failed");
+                    return Err(e);
                 }
             }
-        })
-        .instrument(span);
-        let round = tokio::select! {
+        }
+        if !d.ready.is_empty() {
+            let mut batch = Vec::with_capacity(d.ready.len());
+            let mut round = 0;
+            for (r, node, answer, latency, counters) in std::mem::take(&mut d.ready) {
+                d.observe(r, node, &answer, latency);
+                round = r;
+                batch.push((node, answer, counters));
+            }
+            d.m.handle_batch(round, batch, now_us());
+            continue;
+        }
+        let deadline = d.m.poll_timeout();
+        let sleep = async {
+            match deadline {
+                Some(at) => {
+                    tokio::time::sleep(Duration::from_micros(at.saturating_sub(now_us()))).await
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let wants_notice = d.m.wants_release_notice();
+        let released = async {
+            match &d.listener {
+                Some(l) if wants_notice => l.released().await,
+                _ => std::future::pending().await,
+            }
+        };
+        let cleaned = async {
+            match &mut d.cleanup {
+                Some(c) => {
+                    let _ = c.await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let listened = async {
+            match &mut d.listening {
+                Some(f) => f.await,
+                None => std::future::pending().await,
+            }
+        };
+        let event = tokio::select! {
             biased;
-            round = round => round,
-            () = cancelled(cancel) => return Err(cancel_now(guard.spawn(), attempt, &mut history).await),
+            Some(reply) = d.inflight.next(), if !d.inflight.is_empty() => Event::Reply(reply),
+            () = cleaned => Event::Cleaned,
+            (l, vacant) = listened => Event::Listened(l, vacant),
+            () = released => Event::Released,
+            () = sleep => Event::Timer,
+            () = cancelled(cancel) => Event::Cancelled,
         };
-        let mut round = round;
-        let votes = round.count(NodeKind::Ok);
-        let mut tokens = None;
-        if let Some(slots) = &slots
-            && votes >= q
-        {
-            let settled = fencing::settle_tokens(
-                inner,
-                &mut round,
-                slots,
-                &all_keys,
-                &value,
-                node_timeout,
-                counter_ttl_ms,
-            );
-            tokens = settled.await;
-        }
-        let fence_failed = fenced && tokens.is_none();
-        let t2 = MonoTime::now();
-        let v = quorum::validity_us(ttl, t2 - t1, drift);
-        let kind = match attempt_verdict(&round, v, min_validity_us, fence_failed) {
-            AttemptVerdict::Failed(kind, message) => (kind, message),
-            AttemptVerdict::Granted => {
-                let value = guard.disarm().unwrap_or(value);
-                tracing::debug!(attempt, validity_us = v, "acquired");
-                return Ok(Lock::new(Grant {
-                    inner: inner.clone(),
-                    resources,
-                    keys,
-                    value,
-                    opts,
-                    t1,
-                    acquired_at: t2,
-                    valid_until: t1 + (ttl - drift),
-                    attempts: attempt,
-                    report: round.into_report(),
-                    history,
-                    tokens,
-                }));
+        let now = now_us();
+        match event {
+            Event::Reply((round, node, answer, latency, counters)) => {
+                d.observe(round, node, &answer, latency);
+                d.m.handle_batch(round, vec![(node, answer, counters)], now);
             }
-        };
-        let (kind, message) = kind;
-        let mut cleanup = guard.spawn_after(&round);
-        let report = round.into_report();
-        remember(&mut history, &report, MAX_ATTEMPT_REPORTS);
-        let error = Error::new(kind, message)
-            .with_attempts(attempt)
-            .with_validity_us(v)
-            .with_report(report);
-        tracing::debug!(attempt, %kind, "attempt failed");
-        let elapsed = MonoTime::now() - start;
-        let Some(delay) = next_attempt(&opts, attempt, elapsed, value::random8()) else {
-            await_cleanup(&mut cleanup).await;
-            return Err(error.with_history(history));
-        };
-        let mut vacant = false;
-        if attempt == 1
-            && let Some(notifier) = &inner.notifier
-        {
-            // The first wait of this call: listen (while our cleanup finishes), then look
-            // whether the holder released before the subscription was live.
-            tokio::select! {
-                (l, v) = async {
-                    let (l, ()) = tokio::join!(
-                        notifier.listen(&keys, q, node_timeout),
-                        await_cleanup(&mut cleanup)
-                    );
-                    let vacant = l.is_some() && vacant_on_quorum(inner, &keys, node_timeout).await;
-                    (l, vacant)
-                } => (listener, vacant) = (l, v),
-                () = cancelled(cancel) => return Err(cancel_now(cleanup, attempt, &mut history).await),
-            }
-        }
-        if !vacant {
-            let released = async {
-                match &listener {
-                    Some(l) => l.released().await,
-                    None => std::future::pending().await,
-                }
-            };
-            let woke = tokio::select! {
-                () = tokio::time::sleep(delay) => false,
-                () = released => true,
-                () = cancelled(cancel) => return Err(cancel_now(cleanup, attempt, &mut history).await),
-            };
-            if woke {
-                ClientStats::bump(&inner.stats.wakeups);
-                tracing::trace!(attempt, "woken by a release");
-                // Every waiter wakes on the same release: spread them out so that the first
-                // one's request lands everywhere before the next one's. A waiter that won some
-                // nodes just lost a split vote to other waiters: spread it much wider.
-                let cap = if votes > 0 {
-                    SPLIT_SPREAD_US
-                } else {
-                    WAKE_SPREAD_US
-                };
-                let spread = Duration::from_micros(value::jitter(cap));
-                tokio::select! {
-                    () = tokio::time::sleep(spread) => {}
-                    () = cancelled(cancel) => return Err(cancel_now(cleanup, attempt, &mut history).await),
+            Event::Timer => {
+                let round = d.m.round();
+                for i in d.m.handle_timeout(now) {
+                    if let Some(node) = inner.nodes.get(i) {
+                        node.stats.observe(NodeKind::Timeout, None);
+                        node.verify_connection();
+                    }
+                    d.timed_out.push((round, i));
                 }
             }
+            Event::Cleaned => {
+                d.cleanup = None;
+                d.m.handle_cleaned(now);
+            }
+            Event::Listened(l, vacant) => {
+                d.listening = None;
+                d.listener = l;
+                if vacant {
+                    d.m.handle_vacant(now);
+                }
+            }
+            Event::Released => {
+                if d.m.handle_released(now) {
+                    ClientStats::bump(&inner.stats.wakeups);
+                    tracing::trace!(attempt = d.m.attempts(), "woken by a release");
+                }
+            }
+            Event::Cancelled => {
+                let c = d.m.cancel();
+                if let Some((nodes, value)) = c.clean {
+                    d.clean(nodes, value);
+                }
+                // The caller may exit right away: it leaves no key behind.
+                if let Some(cleanup) = d.cleanup.take() {
+                    let _ = cleanup.await;
+                }
+                return Err(c.error);
+            }
         }
-        await_cleanup(&mut cleanup).await;
     }
 }
 
-/// The longest pause before the attempt that follows a wake-up (REDLOCK.md §9). Measured
-/// with 32 waiting clients (`tokens_strictly_increase_across_concurrent_clients`): 1 ms
-/// halves the time per hand-off against none; wider spreads gain nothing more.
-const WAKE_SPREAD_US: u64 = 1_000;
-/// The same after a split vote among waiters (REDLOCK.md §9: `uniform(0, 20 ms)`).
-const SPLIT_SPREAD_US: u64 = 20_000;
+/// What ended a wait of [`attempts`].
+enum Event {
+    Reply(Reply),
+    Timer,
+    Cleaned,
+    Listened(Option<Listener>, bool),
+    Released,
+    Cancelled,
+}
 
-/// Waits for a background cleanup (bounded by `node_timeout`); a panic in the task is not
-/// the caller's failure. Left in place if this wait is cancelled.
-async fn await_cleanup(cleanup: &mut Option<JoinHandle<()>>) {
-    if let Some(c) = cleanup {
-        let _ = c.await;
+/// The lock of a grant.
+fn granted(
+    inner: &Arc<Inner>,
+    resources: Vec<Vec<u8>>,
+    keys: Arc<[Vec<u8>]>,
+    opts: LockOptions,
+    g: quorumlock_proto::acquisition::Grant,
+) -> Grant {
+    let at = |us: u64| MonoTime::from_micros(us);
+    Grant {
+        inner: inner.clone(),
+        resources,
+        keys,
+        value: g.value,
+        opts,
+        t1: at(g.t1_us),
+        acquired_at: at(g.t2_us),
+        valid_until: at(g.valid_until_us),
+        attempts: g.attempts,
+        report: g.report,
+        history: g.history,
+        tokens: g.tokens,
     }
-    *cleanup = None;
 }
 
 /// True when a quorum of nodes holds none of `keys`: the holder released between the failed
@@ -389,5 +472,5 @@ async fn vacant_on_quorum(inner: &Inner, keys: &Arc<[Vec<u8>]>, timeout: Duratio
         async move { node.vacant(&keys).await }
     })
     .await;
-    round.count(NodeKind::NotHeld) >= inner.quorum()
+    vacant(&round, inner.nodes.len())
 }

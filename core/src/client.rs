@@ -17,10 +17,13 @@ use crate::node::{Node, RunIds, Target, target};
 use crate::quorum::{self, Decide};
 use crate::report::{NodeKind, NodeResult, Report};
 use crate::warning::{Warner, Warning, WarningHook, WarningKind};
+use quorumlock_proto::acquisition::Member;
 
 /// What every operation of a client shares.
 pub(crate) struct Inner {
     pub(crate) nodes: Vec<Arc<Node>>,
+    /// The nodes as the protocol's acquisition sees them.
+    pub(crate) members: Arc<[Member]>,
     pub(crate) timing: Timing,
     pub(crate) prefix: Vec<u8>,
     pub(crate) key_format: KeyFormat,
@@ -354,8 +357,16 @@ impl ClientBuilder {
         let notifier = self
             .notify
             .then(|| Arc::new(Notifier::new(&nodes, &runtime)));
+        let members = nodes
+            .iter()
+            .map(|n| Member {
+                address: n.address.clone(),
+                cluster: n.is_cluster(),
+            })
+            .collect();
         let inner = Inner {
             nodes,
+            members,
             timing,
             prefix: self.key_prefix,
             key_format: self.key_format,

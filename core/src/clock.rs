@@ -16,6 +16,11 @@ impl MonoTime {
         Self(read_ns())
     }
 
+    /// The instant `us` microseconds after the clock's origin (times of the protocol machine).
+    pub(crate) fn from_micros(us: u64) -> Self {
+        Self(us.saturating_mul(1_000))
+    }
+
     /// Nanoseconds since the clock's origin.
     pub fn as_nanos(self) -> u64 {
         self.0

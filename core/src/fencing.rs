@@ -26,76 +26,9 @@
 //! `2Δ + 2 s <= quarantine_margin` (G2, §7.7). Fenced acquisitions therefore also treat a
 //! node whose uptime cannot be read as quarantined.
 
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
-
-use crate::client::Inner;
-use crate::quorum::{self, Decide, Round};
-use crate::report::NodeKind;
+use std::sync::Arc;
 
 /// Lock keys followed by their counter keys (`<lock key>:fence`), in the same order.
 pub(crate) fn with_counters(keys: &[Vec<u8>]) -> Arc<[Vec<u8>]> {
     quorumlock_proto::fencing::with_counters(keys).into()
-}
-
-/// The counters each node returned in phase 1, by node index.
-pub(crate) type Slots = Arc<Mutex<Vec<Option<Vec<u64>>>>>;
-
-pub(crate) fn slots(n: usize) -> Slots {
-    Arc::new(Mutex::new(vec![None; n]))
-}
-
-pub(crate) fn record(slots: &Slots, index: usize, tokens: Vec<u64>) {
-    if let Some(slot) = slots
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get_mut(index)
-    {
-        *slot = Some(tokens);
-    }
-}
-
-/// After a phase 1 that reached the quorum: derives the tokens and runs phase 2 when
-/// fewer than `q` nodes already hold them. Returns the tokens when `|R| >= q`; nodes of `Q`
-/// whose RAISE failed get that outcome in `round`'s report.
-pub(crate) async fn settle_tokens(
-    inner: &Inner,
-    round: &mut Round,
-    slots: &Slots,
-    all_keys: &Arc<[Vec<u8>]>,
-    value: &Arc<str>,
-    timeout: Duration,
-    counter_ttl_ms: u64,
-) -> Option<Vec<u64>> {
-    let got: Vec<Option<Vec<u64>>> =
-        std::mem::take(&mut *slots.lock().unwrap_or_else(PoisonError::into_inner));
-    let phase1 = quorumlock_proto::fencing::phase1(round, &got)?;
-    if phase1.settled(inner.nodes.len()) {
-        return Some(phase1.tokens);
-    }
-    let (t, mut held, q) = (phase1.tokens, phase1.held, inner.quorum());
-    let lagging: Vec<_> = phase1
-        .lagging
-        .iter()
-        .filter_map(|i| inner.nodes.get(*i).cloned())
-        .collect();
-    tracing::debug!(held, lagging = lagging.len(), "fencing phase 2");
-    let tokens: Arc<[u64]> = t.clone().into();
-    let raised = quorum::round(&lagging, timeout, Decide::All, |node| {
-        let (keys, value, tokens) = (all_keys.clone(), value.clone(), tokens.clone());
-        async move { node.raise(&keys, &value, &tokens, counter_ttl_ms).await }
-    })
-    .await;
-    for r in raised.results {
-        if r.kind == NodeKind::Ok {
-            held += 1;
-        } else if let Some(slot) = round.results.iter_mut().find(|s| s.index == r.index) {
-            slot.kind = r.kind;
-            slot.detail = Some(format!(
-                "fencing phase 2: {}",
-                r.detail.as_deref().unwrap_or(r.kind.as_str())
-            ));
-        }
-    }
-    (held >= q).then_some(t)
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 
-pub(crate) use quorumlock_proto::quorum::{Decide, Round, quorum, validity_us};
+pub(crate) use quorumlock_proto::quorum::{Decide, Round, quorum};
 
 use crate::clock::MonoTime;
 use crate::node::{Node, NodeFailure};

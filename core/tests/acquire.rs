@@ -97,7 +97,7 @@ async fn rule5_partial_keys_are_cleaned_after_a_failed_attempt() {
     assert!(e.is_busy(), "{e}");
     assert_eq!(e.attempts(), 3);
     // Nodes 3 and 4 voted for in every attempt; no key of any attempt remains there.
-    assert_eq!(present(&c, &key), 3);
+    assert_eq!(present(&c, &key), 3, "{e}");
     for i in 0..3 {
         assert_eq!(get(&c, i, &key).unwrap(), b"someone-else");
     }
@@ -280,14 +280,14 @@ async fn rule8_release_of_expired_or_taken_locks() {
     let lock = client.acquire_with(["exp"], &opts(300)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(400)).await;
     let report = lock.release().await.unwrap();
-    assert_eq!(report.count(NodeKind::NotHeld), 3);
+    assert_eq!(report.count(NodeKind::NotHeld), 3, "{report}");
     assert!(!report.was_held_by_quorum());
 
     let lock = client.acquire_with(["taken"], &opts(300)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(400)).await;
     let other = client.acquire(["taken"]).await.unwrap();
     let report = lock.release().await.unwrap();
-    assert_eq!(report.count(NodeKind::HeldByOther), 3);
+    assert_eq!(report.count(NodeKind::HeldByOther), 3, "{report}");
     assert_eq!(
         wait_holders(&c, &client.key("taken"), other.value(), 3).await,
         3,

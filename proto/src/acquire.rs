@@ -91,14 +91,27 @@ pub fn untouched(kind: NodeKind) -> bool {
 }
 
 /// The nodes (indices) a failed attempt must clean: those where it may have written a key
-/// (REDLOCK.md §3.2 step 6).
-pub fn cleanup_plan(round: &Round) -> Vec<usize> {
+/// (REDLOCK.md §3.2 step 6). `cluster[i]` marks Redis Cluster members: their client retries a
+/// request after an I/O error by itself, so a `HeldByOther` there may follow our own first
+/// write, and they are cleaned whatever they answered (compare-and-delete touches only our
+/// value).
+pub fn cleanup_plan(round: &Round, cluster: &[bool]) -> Vec<usize> {
     round
         .results
         .iter()
-        .filter(|r| !untouched(r.kind))
+        .filter(|r| {
+            !untouched(r.kind)
+                || (r.kind == NodeKind::HeldByOther
+                    && cluster.get(r.index).copied().unwrap_or(false))
+        })
         .map(|r| r.index)
         .collect()
+}
+
+/// Whether a round of EXISTS probes found the keys gone on a quorum of its `n` nodes
+/// (`NotHeld`): the holder released before a waiter's subscription was live (REDLOCK.md §9).
+pub fn vacant(round: &Round, n: usize) -> bool {
+    round.count(NodeKind::NotHeld) >= quorum::quorum(n)
 }
 
 /// After failed attempt number `attempt` (1-based), `elapsed` since the call started: the
@@ -183,7 +196,9 @@ mod tests {
             ConnectionLost,
             Pending,
         ]);
-        assert_eq!(cleanup_plan(&r), vec![0, 2, 4, 5]);
+        assert_eq!(cleanup_plan(&r, &[]), vec![0, 2, 4, 5]);
+        let clustered = [false, true, false, false, false, false];
+        assert_eq!(cleanup_plan(&r, &clustered), vec![0, 1, 2, 4, 5]);
     }
 
     #[test]

@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 pub mod acquire;
+pub mod acquisition;
 pub mod config;
 pub mod error;
 pub mod extend;
@@ -20,6 +21,7 @@ pub mod fencing;
 pub mod probe;
 pub mod quorum;
 pub mod report;
+pub mod round;
 pub mod scripts;
 pub mod value;
 pub mod warning;

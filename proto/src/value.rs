@@ -4,6 +4,16 @@
 
 use crate::error::{Error, Result};
 
+/// The driver's source of randomness: lock values need a CSPRNG (the OS's, or
+/// `crypto.getRandomValues` in WebAssembly); a simulator passes a seeded generator.
+pub trait Random {
+    /// Fills `out` with random bytes.
+    ///
+    /// # Errors
+    /// A description of the failure when the source cannot give bytes.
+    fn fill(&mut self, out: &mut [u8]) -> std::result::Result<(), String>;
+}
+
 /// Bytes of entropy in a generated lock value.
 pub const VALUE_BYTES: usize = 20;
 

@@ -127,7 +127,7 @@ impl Mutant {
         if self == Mutant::NoCleanup {
             Vec::new()
         } else {
-            acquire::cleanup_plan(round)
+            acquire::cleanup_plan(round, &[])
         }
     }
 

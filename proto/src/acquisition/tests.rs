@@ -1,0 +1,353 @@
+//! The machine driven by hand: every transition a driver can see.
+
+use super::*;
+
+struct Counter(u8);
+
+impl Random for Counter {
+    fn fill(&mut self, out: &mut [u8]) -> std::result::Result<(), String> {
+        for b in out {
+            self.0 = self.0.wrapping_add(1);
+            *b = self.0;
+        }
+        Ok(())
+    }
+}
+
+struct Broken;
+
+impl Random for Broken {
+    fn fill(&mut self, _: &mut [u8]) -> std::result::Result<(), String> {
+        Err("no entropy".into())
+    }
+}
+
+fn members(n: usize) -> Arc<[Member]> {
+    (0..n)
+        .map(|i| Member {
+            address: format!("redis://n{i}"),
+            cluster: false,
+        })
+        .collect()
+}
+
+fn timing() -> Timing {
+    Timing {
+        drift_factor: 0.01,
+        drift_constant: Duration::from_millis(2),
+        max_ttl: Duration::from_secs(60),
+        quarantine_period: Duration::from_secs(65),
+    }
+}
+
+fn machine(n: usize, opts: LockOptions) -> Acquisition {
+    Acquisition::new(members(n), opts, &timing(), 1_000).unwrap()
+}
+
+/// Drains the outputs: the sends (round, node, request) and the other outputs.
+fn drain(m: &mut Acquisition, now: u64) -> (Vec<(u64, usize, Request)>, Vec<Output>) {
+    let (mut sends, mut rest) = (Vec::new(), Vec::new());
+    while let Some(o) = m.poll_output(now, &mut Counter((now % 251) as u8)) {
+        match o {
+            Output::Send {
+                round,
+                node,
+                request,
+            } => sends.push((round, node, request)),
+            other => rest.push(other),
+        }
+    }
+    (sends, rest)
+}
+
+fn opts() -> LockOptions {
+    LockOptions::default()
+        .ttl(Duration::from_secs(10))
+        .retry_count(0)
+}
+
+#[test]
+fn a_quorum_grants_with_the_validity_from_the_start() {
+    let mut m = machine(5, opts());
+    let (sends, rest) = drain(&mut m, 1_000);
+    assert!(matches!(rest[..], [Output::Attempt { number: 1 }]));
+    assert_eq!(sends.len(), 5);
+    let round = sends[0].0;
+    for (node, t) in [(0, 1_100), (1, 1_200)] {
+        assert!(m.handle_answer(round, node, Ok(NodeKind::Ok), t));
+        assert!(
+            drain(&mut m, t).1.is_empty(),
+            "two votes of five decide nothing"
+        );
+    }
+    assert!(m.handle_answer(round, 3, Ok(NodeKind::Ok), 1_500));
+    let (_, rest) = drain(&mut m, 1_500);
+    let [Output::Done(Ok(g))] = &rest[..] else {
+        panic!("{rest:?}")
+    };
+    let drift = timing().drift(Duration::from_secs(10));
+    assert_eq!(g.t1_us, 1_000);
+    assert_eq!(g.t2_us, 1_500);
+    assert_eq!(
+        g.valid_until_us,
+        1_000 + micros(Duration::from_secs(10) - drift)
+    );
+    assert_eq!(
+        g.report
+            .nodes()
+            .iter()
+            .filter(|r| r.kind == NodeKind::Pending)
+            .count(),
+        2
+    );
+    assert_eq!(g.value.len(), 40);
+    assert!(
+        !m.handle_answer(round, 4, Ok(NodeKind::Ok), 1_600),
+        "late answers do not count"
+    );
+}
+
+#[test]
+fn other_holders_make_it_busy_and_refusals_need_no_cleanup() {
+    let mut m = machine(3, opts());
+    let (sends, _) = drain(&mut m, 1_000);
+    for (round, node, _) in &sends[..2] {
+        m.handle_answer(*round, *node, Ok(NodeKind::HeldByOther), 2_000);
+    }
+    let (_, rest) = drain(&mut m, 2_000);
+    let [Output::Clean { nodes, .. }] = &rest[..] else {
+        panic!("{rest:?}")
+    };
+    assert_eq!(
+        nodes,
+        &vec![2],
+        "only the node still pending may hold our key"
+    );
+    m.handle_cleaned(2_100);
+    let (_, rest) = drain(&mut m, 2_100);
+    let [Output::Done(Err(e))] = &rest[..] else {
+        panic!("{rest:?}")
+    };
+    assert_eq!(e.kind(), ErrorKind::Busy);
+    assert_eq!(e.attempts(), 1);
+}
+
+#[test]
+fn a_failed_attempt_cleans_waits_and_retries_with_a_fresh_value() {
+    let o = opts()
+        .retry_count(1)
+        .retry_delay(Duration::from_millis(100))
+        .retry_jitter(Duration::ZERO);
+    let mut m = machine(5, o);
+    let (sends, _) = drain(&mut m, 1_000);
+    let Request::Acquire { value: first } = sends[0].2.clone() else {
+        panic!()
+    };
+    m.handle_answer(sends[0].0, 0, Ok(NodeKind::Ok), 1_100);
+    m.handle_answer(sends[0].0, 1, Ok(NodeKind::HeldByOther), 1_100);
+    let deadline = m.poll_timeout().unwrap();
+    assert_eq!(deadline, 1_000 + micros(m.node_timeout()));
+    assert_eq!(m.handle_timeout(deadline), vec![2, 3, 4]);
+    let (_, rest) = drain(&mut m, deadline);
+    let [Output::Clean { nodes, value }, Output::Listen] = &rest[..] else {
+        panic!("{rest:?}")
+    };
+    assert_eq!(
+        nodes,
+        &vec![0, 2, 3, 4],
+        "node 1 refused: it cannot hold our key"
+    );
+    assert_eq!(value, &first);
+    assert_eq!(
+        m.poll_timeout(),
+        None,
+        "the next attempt waits for the cleanup"
+    );
+    m.handle_cleaned(deadline + 10);
+    let until = m.poll_timeout().unwrap();
+    assert_eq!(until, deadline + 100_000);
+    m.handle_timeout(until);
+    let (sends, rest) = drain(&mut m, until);
+    assert!(matches!(rest[..], [Output::Attempt { number: 2 }]));
+    let Request::Acquire { value: second } = sends[0].2.clone() else {
+        panic!()
+    };
+    assert_ne!(first, second);
+    for (round, node, _) in &sends[..3] {
+        m.handle_answer(*round, *node, Ok(NodeKind::Ok), until + 5);
+    }
+    let (_, rest) = drain(&mut m, until + 5);
+    let [Output::Done(Ok(g))] = &rest[..] else {
+        panic!("{rest:?}")
+    };
+    assert_eq!((g.attempts, g.history.len()), (2, 1));
+}
+
+#[test]
+fn the_last_failure_returns_only_after_its_cleanup() {
+    let mut m = machine(1, opts());
+    let (sends, _) = drain(&mut m, 1_000);
+    m.handle_answer(
+        sends[0].0,
+        0,
+        Err((NodeKind::ConnectionLost, "reset".into())),
+        1_200,
+    );
+    let (_, rest) = drain(&mut m, 1_200);
+    assert!(matches!(rest[..], [Output::Clean { .. }]), "{rest:?}");
+    m.handle_cleaned(1_300);
+    let (_, rest) = drain(&mut m, 1_300);
+    let [Output::Done(Err(e))] = &rest[..] else {
+        panic!("{rest:?}")
+    };
+    assert_eq!(e.kind(), ErrorKind::QuorumNotReached);
+    assert_eq!(e.attempt_reports().len(), 1);
+}
+
+#[test]
+fn too_little_validity_fails_even_with_a_quorum() {
+    let mut m = machine(1, opts().min_validity(Duration::from_secs(9)));
+    let (sends, _) = drain(&mut m, 1_000);
+    m.handle_answer(sends[0].0, 0, Ok(NodeKind::Ok), 1_000 + 2_000_000);
+    let (_, rest) = drain(&mut m, 2_001_000);
+    assert!(matches!(rest[..], [Output::Clean { .. }]), "{rest:?}");
+    m.handle_cleaned(2_001_000);
+    let (_, rest) = drain(&mut m, 2_001_000);
+    let [Output::Done(Err(e))] = &rest[..] else {
+        panic!("{rest:?}")
+    };
+    assert_eq!(e.kind(), ErrorKind::ValidityTooShort);
+}
+
+#[test]
+fn fenced_attempts_raise_lagging_counters_before_granting() {
+    let mut m = machine(3, opts().fenced(true));
+    let (sends, _) = drain(&mut m, 1_000);
+    assert!(matches!(sends[0].2, Request::FencedAcquire { .. }));
+    let r = sends[0].0;
+    m.handle_counters(r, 0, vec![7], 1_100);
+    m.handle_counters(r, 1, vec![5], 1_100);
+    let (raises, rest) = drain(&mut m, 1_100);
+    assert!(rest.is_empty());
+    let [(r2, 1, Request::Raise { tokens, .. })] = &raises[..] else {
+        panic!("{raises:?}")
+    };
+    assert_eq!(&tokens[..], &[7]);
+    assert!(!m.handle_counters(r, 2, vec![9], 1_150), "phase 1 is over");
+    m.handle_answer(*r2, 1, Ok(NodeKind::Ok), 1_200);
+    let (_, rest) = drain(&mut m, 1_200);
+    let [Output::Done(Ok(g))] = &rest[..] else {
+        panic!("{rest:?}")
+    };
+    assert_eq!(g.tokens, Some(vec![7]));
+}
+
+#[test]
+fn a_failed_raise_fails_the_attempt_and_says_why() {
+    let mut m = machine(3, opts().fenced(true));
+    let (sends, _) = drain(&mut m, 1_000);
+    m.handle_counters(sends[0].0, 0, vec![7], 1_100);
+    m.handle_counters(sends[0].0, 1, vec![5], 1_100);
+    let (raises, _) = drain(&mut m, 1_100);
+    m.handle_answer(raises[0].0, 1, Ok(NodeKind::NotHeld), 1_200);
+    let (_, rest) = drain(&mut m, 1_200);
+    let [Output::Clean { nodes, .. }] = &rest[..] else {
+        panic!("{rest:?}")
+    };
+    assert_eq!(nodes, &vec![0, 1, 2], "voters and the pending node 2");
+    m.handle_cleaned(1_300);
+    let (_, rest) = drain(&mut m, 1_300);
+    let [Output::Done(Err(e))] = &rest[..] else {
+        panic!("{rest:?}")
+    };
+    assert_eq!(e.kind(), ErrorKind::QuorumNotReached);
+    assert!(
+        e.report().nodes()[1]
+            .detail
+            .as_deref()
+            .unwrap()
+            .starts_with("fencing phase 2")
+    );
+}
+
+#[test]
+fn releases_and_vacancies_shorten_the_wait() {
+    let o = opts()
+        .retry_count(5)
+        .retry_delay(Duration::from_secs(1))
+        .retry_jitter(Duration::ZERO);
+    let mut m = machine(1, o);
+    let (sends, _) = drain(&mut m, 1_000);
+    m.handle_answer(sends[0].0, 0, Ok(NodeKind::HeldByOther), 1_100);
+    let (_, rest) = drain(&mut m, 1_100);
+    assert!(matches!(rest[..], [Output::Listen]), "{rest:?}");
+    assert_eq!(m.poll_timeout(), Some(1_001_100));
+    assert!(m.wants_release_notice());
+    assert!(m.handle_released(2_000));
+    assert!(
+        !m.wants_release_notice() && !m.handle_released(2_100),
+        "one wake-up per wait"
+    );
+    let until = m.poll_timeout().unwrap();
+    assert!(
+        (2_000..2_000 + 1_000).contains(&until),
+        "within WAKE_SPREAD: {until}"
+    );
+    m.handle_timeout(until);
+    let (sends, _) = drain(&mut m, until);
+    m.handle_answer(sends[0].0, 0, Ok(NodeKind::HeldByOther), until + 1);
+    let (_, rest) = drain(&mut m, until + 1);
+    assert!(
+        rest.is_empty(),
+        "Listen only before the first wait: {rest:?}"
+    );
+    m.handle_vacant(until + 2);
+    assert_eq!(m.poll_timeout(), Some(until + 2));
+}
+
+#[test]
+fn cancelling_cleans_the_nodes_that_may_hold_a_key() {
+    let mut m = machine(3, opts());
+    let (sends, _) = drain(&mut m, 1_000);
+    m.handle_answer(sends[0].0, 0, Ok(NodeKind::HeldByOther), 1_100);
+    let c = m.cancel();
+    let (nodes, _) = c.clean.unwrap();
+    assert_eq!(nodes, vec![1, 2], "pending nodes may have written");
+    assert_eq!(c.error.kind(), ErrorKind::Cancelled);
+    assert!(
+        drain(&mut m, 1_200).1.is_empty(),
+        "a cancelled call does nothing more"
+    );
+}
+
+#[test]
+fn a_broken_random_source_is_an_error_not_a_weak_value() {
+    let mut m = machine(3, opts());
+    let out = m.poll_output(1_000, &mut Broken);
+    let Some(Output::Done(Err(e))) = out else {
+        panic!("{out:?}")
+    };
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.message().contains("no entropy"));
+}
+
+#[test]
+fn bad_options_are_refused_up_front() {
+    let zero = LockOptions::default().ttl(Duration::ZERO);
+    assert!(Acquisition::new(members(3), zero, &timing(), 0).is_err());
+    assert!(Acquisition::new(Vec::new().into(), opts(), &timing(), 0).is_err());
+}
+
+#[test]
+fn answers_that_arrive_together_are_all_reported() {
+    let mut m = machine(3, opts());
+    let (sends, _) = drain(&mut m, 1_000);
+    let refused = || Err((NodeKind::Quarantined, "restarted".to_string()));
+    let batch = (0..3).map(|i| (i, refused(), None)).collect();
+    assert!(m.handle_batch(sends[0].0, batch, 1_000));
+    let (_, rest) = drain(&mut m, 1_000);
+    let [Output::Done(Err(e))] = &rest[..] else {
+        panic!("{rest:?}")
+    };
+    assert_eq!(e.report().count(NodeKind::Quarantined), 3, "{e}");
+}
