@@ -89,7 +89,9 @@ class TestRedlock < Minitest::Test
     config = Struct.new(:host, :port, :db, :username, :password, :ssl)
     rc = Struct.new(:config).new(config.new(host, port.to_i, 0, nil, nil, false))
     rb = Struct.new(:connection).new({ host: host, port: NODES[1].split(":").last.to_i, db: 0 })
-    lm = manager([{ url: NODES[2] }, { host: host, port: NODES[3].split(":").last.to_i }, rc, rb, NODES[4]])
+    pool = Object.new
+    pool.define_singleton_method(:with) { |&blk| blk.call(NODES[4]) }
+    lm = manager([{ url: NODES[2] }, { host: host, port: NODES[3].split(":").last.to_i }, rc, rb, pool])
     res = unique
     assert (info = lm.lock(res, 2000))
     assert_equal [1] * 5, on_all_nodes("EXISTS", key(res))

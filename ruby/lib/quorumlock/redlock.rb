@@ -15,8 +15,9 @@ module Quorumlock
   #   lock_manager.unlock(lock_info)
   #
   # Servers are URLs, redis-client style configuration Hashes ({url:} or {host:, port:, db:,
-  # username:, password:, ssl:}) or objects answering `config` (RedisClient) or `connection`
-  # (Redis); quorumlock opens its own connections to them. The defaults are redlock-rb's: no
+  # username:, password:, ssl:}), objects answering `config` (RedisClient) or `connection`
+  # (Redis), or ConnectionPools of them; only their addresses are read: quorumlock opens its
+  # own connections. The defaults are redlock-rb's: no
   # restart quarantine, TTLs up to 2^53 - 1 ms; quorumlock settings (Quorumlock::Client's
   # keywords: quarantine:, max_ttl:, fenced:, ...) go in the same options Hash.
   module Redlock
@@ -177,6 +178,8 @@ module Quorumlock
                       password: c.respond_to?(:password) ? c.password : nil)
           elsif server.respond_to?(:connection) && server.connection.is_a?(Hash)
             url_from_hash(server.connection)
+          elsif server.respond_to?(:with) && !server.is_a?(Array)
+            server.with { |conn| url_of(conn) } # a ConnectionPool of clients
           else
             raise ErrorConv.invalid("cannot read a node address from #{server.class} (give a URL, a Hash " \
                                     "or a Redis/RedisClient object)", op: "connect")
