@@ -301,12 +301,19 @@ sub acquire {
 
 # Keeps a record findable by value: strongly without auto-extension (held until released
 # or expired), weakly with it (released when its last lock object goes).
+# Released and expired records are swept out whenever %HELD doubled since the last sweep.
+my $next_sweep = 64;
+
 sub _hold {
     my ($rec) = @_;
-    for my $v ( keys %HELD ) {
-        my $r = $HELD{$v};
-        delete $HELD{$v}
-            if !$r || $r->{released} || Quorumlock::FFI::quorumlock_lock_remaining_ms( $r->{handle}->ptr ) == 0;
+    if ( keys %HELD >= $next_sweep ) {
+        for my $v ( keys %HELD ) {
+            my $r = $HELD{$v};
+            delete $HELD{$v}
+                if !$r || $r->{released} || Quorumlock::FFI::quorumlock_lock_remaining_ms( $r->{handle}->ptr ) == 0;
+        }
+        $next_sweep = 2 * keys %HELD;
+        $next_sweep = 64 if $next_sweep < 64;
     }
     $HELD{ $rec->{value} } = $rec;
     weaken( $HELD{ $rec->{value} } ) if $rec->{auto};

@@ -3,6 +3,7 @@ use warnings;
 use lib 't/lib';
 use Test::More;
 use Encode ();
+use Time::HiRes qw( sleep );
 use QLTest;
 use Quorumlock;
 
@@ -80,6 +81,38 @@ subtest 'bad client settings' => sub {
     for my $what ( sort keys %cases ) {
         is_invalid( sub { Quorumlock->new( quarantine => 'off', @{ $cases{$what} } ) }, $what );
     }
+};
+
+subtest 'random inputs only die with Quorumlock errors' => sub {
+    my $seed = $ENV{QL_SEED} // int rand 2**30;
+    srand $seed;
+    my $malformed = "\xff";
+    Encode::_utf8_on($malformed);
+    my @names = ( undef, '', unique(), $malformed, "\xff" . unique(), 0, -1, [], {}, "n" x 2000, "\x{D800}", unique() );
+    my @ttls  = ( undef, 0, -1, 0.001, 0.5, 61, 2**70, 'x', [], 9**9**9 );
+    my @opts  = ( [], [ retry_count => 1 ], [ retry_count => 'x' ], [ wait => 0.05 ], [ wait => -1 ], [ try => 1 ],
+        [ fenced => 1 ], [ value => 'v' x 20 ], [ value => [] ], [ node_timeout => 0 ], [ auto_extend => 1 ], [ bogus => 1 ] );
+    my %outcomes;
+    for ( 1 .. 300 ) {
+        my ( $n, $t, $o ) = ( $names[ rand @names ], $ttls[ rand @ttls ], $opts[ rand @opts ] );
+        my $l = eval { $rd->acquire( $n, $t, @$o ) };
+        if ($l) { $outcomes{locked}++; $l->release; next }
+        my $e = $@;
+        if ( ref $e && $e->isa('Quorumlock::Error') ) { $outcomes{ $e->code }++ }
+        else { $outcomes{other}++; diag("seed $seed: not a Quorumlock::Error: $e") }
+    }
+    ok( !$outcomes{other}, "every failure is a Quorumlock::Error (seed $seed)" );
+    ok( $outcomes{QL_INVALID} && $outcomes{locked}, 'both outcomes seen' );
+};
+
+subtest 'the registry of dropped locks is swept' => sub {
+    $rd->acquire( unique(), 0.1, try => 1 ) for 1 .. 70;
+    my $before = keys %Quorumlock::HELD;
+    cmp_ok( $before, '>=', 70, 'dropped locks are kept' );
+    sleep 0.2;
+    my @kept = map { $rd->acquire( unique(), 5, try => 1 ) } 1 .. 200;
+    cmp_ok( scalar keys %Quorumlock::HELD, '<=', $before + 200 - 70, 'the 70 expired ones are swept out' );
+    $_->release for @kept;
 };
 
 subtest 'unreachable nodes' => sub {

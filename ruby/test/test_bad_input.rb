@@ -106,6 +106,34 @@ class TestBadInput < Minitest::Test
     c.close
   end
 
+  # Random mixes of good and bad values: every call either works or raises a
+  # Quorumlock::Error, whatever the types.
+  def test_random_inputs_only_raise_quorumlock_errors
+    c = client
+    rng = Random.new(Integer(ENV.fetch("QL_SEED", rand(1 << 30))))
+    names = [nil, "", unique, (+"\xff").force_encoding(Encoding::UTF_8), (+"\xff#{unique}").b, 0, -1, 2**64, 1.5,
+             :"s#{unique}", [], [unique], [unique, unique], {}, Object.new, true, "n" * 2000]
+    ttls = [nil, 0, -1, 1, 3, 500, 60_001, 2**64, 1.5, "x", true, [], Float::NAN]
+    opts = [{}, { retry_count: 0 }, { retry_count: -1 }, { retry_count: "x" }, { wait: 50 }, { wait: -1 },
+            { try: true }, { try: 1 }, { fenced: true }, { value: "v" * 20 }, { value: 5 }, { node_timeout: 0 },
+            { min_validity: 2**64 }, { auto_extend: true }, { max_hold: 1 }, { bogus: 1 }, { on_lost: 1 }]
+    outcomes = Hash.new(0)
+    300.times do
+      name = names.sample(random: rng)
+      ttl = ttls.sample(random: rng)
+      o = opts.sample(random: rng)
+      begin
+        lk = c.lock(name, ttl, **o)
+        outcomes[lk ? :locked : :false] += 1
+        lk&.unlock
+      rescue Quorumlock::Error => e
+        outcomes[e.code] += 1
+      end
+    end
+    assert_operator outcomes["QL_INVALID"], :>, 0
+    assert_operator outcomes[:locked], :>, 0, outcomes.inspect
+  end
+
   def test_every_code_matches_the_c_abi
     Quorumlock::CODES.each do |number, name|
       assert_equal name, Quorumlock::Native.quorumlock_result_name(number)

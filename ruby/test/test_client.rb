@@ -232,6 +232,17 @@ class TestClient < Minitest::Test
     assert eventually(3) { on_all_nodes("EXISTS", key(name)) == [0] * 5 }
   end
 
+  def test_the_registry_of_dropped_locks_is_swept
+    c = client
+    70.times { c.lock(unique, 100, try: true) || flunk("not acquired") }
+    before = Quorumlock::Held.size
+    assert_operator before, :>=, 70
+    sleep 0.2
+    kept = Array.new(200) { c.lock(unique, 5000, try: true) }
+    assert_operator Quorumlock::Held.size, :<=, before + 200 - 70, "the 70 expired locks were not swept out"
+    kept.each { |l| l && l.unlock }
+  end
+
   def test_unlock_takes_a_lock_info_hash_of_this_process
     c = client
     name = unique

@@ -190,10 +190,16 @@ module Quorumlock
   module Held
     @mutex = Mutex.new
     @locks = {}
+    @next_sweep = 64
 
+    # Sweeps out released and expired locks whenever the registry doubled since the last
+    # sweep, so adding stays cheap with many locks held.
     def self.add(lock)
       @mutex.synchronize do
-        @locks.delete_if { |_, l| l.released? || l.remaining.zero? }
+        if @locks.size >= @next_sweep
+          @locks.delete_if { |_, l| l.released? || l.remaining.zero? }
+          @next_sweep = [64, @locks.size * 2].max
+        end
         @locks[lock.object_id] = lock
       end
     end
