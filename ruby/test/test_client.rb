@@ -293,6 +293,29 @@ class TestClient < Minitest::Test
     lk.unlock
   end
 
+  def test_a_fork_child_does_not_report_the_parents_losses
+    c = client
+    fired = Queue.new
+    lk = c.lock(unique, 300, auto_extend: true, on_lost: ->(_l, _e) { fired << Process.pid })
+    rd, wr = IO.pipe
+    pid = fork do
+      rd.close
+      child = Quorumlock::Client.new(NODES, quarantine: :off, require_quorum: true, connect_timeout: 5000)
+      own = child.lock(unique, 5000, on_lost: ->(_l, _e) {}) # starts the watcher in the child
+      sleep 0.7 # past the parent's ttl: its lock never extends in this process
+      wr.write(fired.empty? ? "quiet" : "fired")
+      own.unlock
+      wr.close
+      exit!(0)
+    end
+    wr.close
+    Process.wait(pid)
+    assert_equal "quiet", rd.read
+    assert lk.held?, "auto-extension in the parent went on"
+    assert fired.empty?
+    lk.unlock
+  end
+
   def test_metrics_and_version
     c = client
     c.lock(unique, 5000).unlock

@@ -237,6 +237,8 @@ module Quorumlock
 
       def add(lock)
         @mutex.synchronize do
+          # A fork child inherits the parent's list; those locks are not its own.
+          @locks = [] if @pid && @pid != Process.pid
           @locks << lock
           if @thread.nil? || !@thread.alive? || @pid != Process.pid
             @pid = Process.pid
