@@ -76,6 +76,7 @@ sub lost_error {
     my $err;
     my $code = Quorumlock::FFI::quorumlock_lock_extend( $rec->{handle}->ptr, $rec->{ttl_ms}, \$err );
     my $e = $code == 0 ? undef : Quorumlock::Error->from_c( $code, $err, op => 'lost', resource => $rec->{resource} );
+    die $e if $e && $e->isa('Quorumlock::Error::Invalid');    # e.g. the parent's lock, in a fork child
     unless ( $e && $e->isa('Quorumlock::Error::Lost') ) {
         $e = Quorumlock::Error->new(
             code_number => 5,

@@ -176,6 +176,7 @@ module Quorumlock
       code = Native.quorumlock_lock_extend(@ptr, @ttl, err)
       e = code.zero? ? nil : ErrorConv.from_c(code, err.read_pointer, op: "lost", resource: name)
       return e if e.is_a?(LockLost)
+      raise e if e.is_a?(InvalidArgument) # e.g. a lock of the parent, in a fork child
 
       LockLost.new(e ? e.message : "QL_LOST: the lock's validity ran out", code_number: 5,
                                                                            nodes: e ? e.nodes : [],
