@@ -15,10 +15,10 @@ DEPS_TARGETS += deps-ruby
 deps-ruby:
 	@if ! command -v $(RUBY) >/dev/null 2>&1 || ! $(RUBY) -e 'require "ffi"; require "minitest"' >/dev/null 2>&1 \
 	    || ! command -v gem >/dev/null 2>&1 || ! command -v pkg-config >/dev/null 2>&1; then \
-	  echo "installing ruby ruby-ffi ruby-minitest pkg-config (apt-get)"; \
+	  echo "installing ruby ruby-rubygems ruby-ffi ruby-minitest pkg-config (apt-get)"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
-	    ruby ruby-ffi ruby-minitest pkg-config >/dev/null; \
+	    ruby ruby-rubygems ruby-ffi ruby-minitest pkg-config >/dev/null; \
 	fi
 	@$(RUBY) -e 'require "ffi"; puts "#{RUBY_DESCRIPTION}; ffi #{FFI::VERSION}"'
 
