@@ -1,0 +1,6 @@
+# frozen_string_literal: true
+
+module Quorumlock
+  # The gem's version; Quorumlock.library_version is the loaded libquorumlock's.
+  VERSION = "0.1.0"
+end
