@@ -194,6 +194,28 @@ typedef uint32_t quorumlock_eviction_check;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// How resource names become keys (`quorumlock_config_set_key_format`); numbers are stable.
+enum quorumlock_key_format
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // `<prefix>{<resource>}`: a lock key and its fencing counter share a Redis Cluster hash
+  // slot whatever the name contains (default).
+  QL_KEY_BRACED = 0,
+  // `<prefix><resource>`: with an empty prefix, the bare name, as redlock-rb, redlock-php,
+  // Redis::DistLock and RedLock.net use; for drop-ins that share keys with those libraries
+  // during a migration.
+  QL_KEY_BARE = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum quorumlock_key_format quorumlock_key_format;
+#else
+typedef uint32_t quorumlock_key_format;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
 // The operation whose counters a `quorumlock_metrics_op_*` function reads; numbers are
 // stable.
 enum quorumlock_op
@@ -262,6 +284,51 @@ extern "C" {
 // Thread safety: safe from any thread.
 // Blocking: never blocks.
 const char *quorumlock_version(void);
+
+// Releases the keys of `count` resources on every node where they still hold `value`
+// (compare-and-delete; other owners' keys are never touched). `value` is `value_len` bytes
+// of UTF-8, at least `QL_MIN_GIVEN_LEN` printable ASCII characters. If `held_out` is not
+// NULL, it receives whether a quorum of nodes still held the value.
+//
+// Errors: `QL_INVALID` (no resources, bad value, other process, engine thread).
+//
+// Thread safety: safe from any thread.
+// Blocking: one round trip, bounded by the node timeout.
+//
+// # Safety
+// `client` is NULL or a live client; `resources` and `lens` have `count` readable
+// entries; `value` has `value_len` readable bytes; `held_out` and `err_out` are NULL or
+// writable.
+quorumlock_result quorumlock_client_release_value(const quorumlock_client *client,
+                                                  const uint8_t *const *resources,
+                                                  const size_t *lens,
+                                                  size_t count,
+                                                  const uint8_t *value,
+                                                  size_t value_len,
+                                                  bool *held_out,
+                                                  quorumlock_error **err_out);
+
+// Extends the keys of `count` resources that hold `value` to `ttl_ms` from now, on a
+// quorum of nodes. Keys that are gone are never re-created. If `validity_ms_out` is not
+// NULL, it receives the validity left (milliseconds, rounded down).
+//
+// Errors: `QL_LOST` (the keys are gone or taken on too many nodes), `QL_QUORUM` or
+// `QL_VALIDITY` (transient), `QL_INVALID` (bad TTL or value, other process, engine thread).
+//
+// Thread safety: safe from any thread.
+// Blocking: one round trip, bounded by the node timeout.
+//
+// # Safety
+// As `quorumlock_client_release_value`; `validity_ms_out` is NULL or writable.
+quorumlock_result quorumlock_client_extend_value(const quorumlock_client *client,
+                                                 const uint8_t *const *resources,
+                                                 const size_t *lens,
+                                                 size_t count,
+                                                 const uint8_t *value,
+                                                 size_t value_len,
+                                                 uint64_t ttl_ms,
+                                                 uint64_t *validity_ms_out,
+                                                 quorumlock_error **err_out);
 
 // Creates an empty configuration with the defaults of REDLOCK.md §11 (drift factor 0.01,
 // drift constant 2 ms, max TTL 60 s, connect timeout 1 s, prefix `quorumlock:`).
@@ -378,6 +445,17 @@ quorumlock_result quorumlock_config_set_notify(quorumlock_config *cfg,
 quorumlock_result quorumlock_config_set_warning_callback(quorumlock_config *cfg,
                                                          WarningCallback callback,
                                                          void *userdata);
+
+// Sets how resource names become keys (`QL_KEY_*`, default `QL_KEY_BRACED`). `QL_INVALID`
+// for an unknown format.
+//
+// Thread safety: a configuration must not be changed from two threads at once.
+// Blocking: never blocks.
+//
+// # Safety
+// `cfg` is NULL or a live configuration.
+quorumlock_result quorumlock_config_set_key_format(quorumlock_config *cfg,
+                                                   uint32_t format);
 
 // Sets the restart quarantine mode (`QL_QUARANTINE_*`, default `QL_QUARANTINE_ON`) and,
 // when `margin_ms` is not 0, the margin a fresh non-durable node stays out beyond the max
@@ -928,6 +1006,28 @@ quorumlock_result quorumlock_lock_set_auto_extend(const quorumlock_lock *lock,
 // # Safety
 // `lock` is NULL or a live lock.
 uint64_t quorumlock_lock_remaining_ms(const quorumlock_lock *lock);
+
+// The TTL the lock was acquired with, in milliseconds (what an extension with the lock's
+// own TTL uses); 0 for NULL.
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+//
+// # Safety
+// `lock` is NULL or a live lock.
+uint64_t quorumlock_lock_ttl_ms(const quorumlock_lock *lock);
+
+// Why the lock was lost (`QL_LOST_EXPIRED`, `QL_LOST_TAKEN`, `QL_LOST_EXTENSION_LIMIT`), or
+// `QL_LOST_NONE` while it is held, after a release, and for NULL. For languages that cannot
+// take the lost callback on an engine thread: poll this (with
+// `quorumlock_lock_remaining_ms`) instead. Sends nothing.
+//
+// Thread safety: safe from any thread.
+// Blocking: never blocks.
+//
+// # Safety
+// `lock` is NULL or a live lock.
+uint32_t quorumlock_lock_lost_reason(const quorumlock_lock *lock);
 
 // Copies the lock's random value (40 hex characters) into `buf`, `snprintf`-style: at
 // most `len` bytes including the NUL; `*out_n` (if not NULL) gets the full length.

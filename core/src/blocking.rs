@@ -74,6 +74,30 @@ impl Client {
         block_on(self.inner.inspect(resource))?
     }
 
+    /// Blocking [`crate::Client::extend_value`]: extends the keys that hold `value`.
+    ///
+    /// # Errors
+    /// As [`crate::Client::extend_value`], plus `InvalidArgument` on an async runtime thread.
+    pub fn extend_value<I, R>(&self, resources: I, value: &str, ttl: Duration) -> Result<Duration>
+    where
+        I: IntoIterator<Item = R>,
+        R: AsRef<[u8]>,
+    {
+        block_on(self.inner.extend_value(resources, value, ttl))?
+    }
+
+    /// Blocking [`crate::Client::release_value`]: releases the keys that hold `value`.
+    ///
+    /// # Errors
+    /// As [`crate::Client::release_value`], plus `InvalidArgument` on an async runtime thread.
+    pub fn release_value<I, R>(&self, resources: I, value: &str) -> Result<Report>
+    where
+        I: IntoIterator<Item = R>,
+        R: AsRef<[u8]>,
+    {
+        block_on(self.inner.release_value(resources, value))?
+    }
+
     /// [`crate::Client::metrics`]: a snapshot of the counters (never blocks).
     pub fn metrics(&self) -> crate::Metrics {
         self.inner.metrics()

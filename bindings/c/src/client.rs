@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::time::Duration;
 
-use quorumlock::{EvictionCheck, Quarantine, blocking};
+use quorumlock::{EvictionCheck, KeyFormat, Quarantine, blocking};
 
 use crate::error::{Error, QlResult};
 use crate::ffi::{self, OnWarning, Out, WarningCallback};
@@ -24,6 +24,7 @@ pub struct Config {
     quarantine: Quarantine,
     quarantine_margin: Duration,
     eviction_check: EvictionCheck,
+    key_format: KeyFormat,
     on_warning: Option<OnWarning>,
     defaults: LockOptions,
 }
@@ -57,6 +58,7 @@ pub unsafe extern "C" fn quorumlock_config_new(out: *mut *mut Config) -> QlResul
             quarantine: Quarantine::On,
             quarantine_margin: quorumlock::DEFAULT_QUARANTINE_MARGIN,
             eviction_check: EvictionCheck::Refuse,
+            key_format: KeyFormat::Braced,
             on_warning: None,
             defaults: LockOptions::default(),
         }));
@@ -250,6 +252,44 @@ pub enum QuarantineCode {
     QL_QUARANTINE_OFF = 2,
 }
 
+/// How resource names become keys (`quorumlock_config_set_key_format`); numbers are stable.
+#[repr(u32)]
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy, Debug)]
+pub enum KeyFormatCode {
+    /// `<prefix>{<resource>}`: a lock key and its fencing counter share a Redis Cluster hash
+    /// slot whatever the name contains (default).
+    QL_KEY_BRACED = 0,
+    /// `<prefix><resource>`: with an empty prefix, the bare name, as redlock-rb, redlock-php,
+    /// Redis::DistLock and RedLock.net use; for drop-ins that share keys with those libraries
+    /// during a migration.
+    QL_KEY_BARE = 1,
+}
+
+/// Sets how resource names become keys (`QL_KEY_*`, default `QL_KEY_BRACED`). `QL_INVALID`
+/// for an unknown format.
+///
+/// Thread safety: a configuration must not be changed from two threads at once.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `cfg` is NULL or a live configuration.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_config_set_key_format(
+    cfg: *mut Config,
+    format: u32,
+) -> QlResult {
+    ffi_panic_boundary!(std::ptr::null_mut() => {
+        let cfg = ffi::handle_mut(cfg, "cfg")?;
+        cfg.key_format = match format {
+            0 => KeyFormat::Braced,
+            1 => KeyFormat::Bare,
+            _ => return Err(Error::invalid(format!("unknown key format {format}"))),
+        };
+        Ok(())
+    })
+}
+
 /// What to do with a node whose eviction policy can remove lock keys
 /// (`quorumlock_config_set_eviction_check`); numbers are stable.
 #[repr(u32)]
@@ -372,6 +412,7 @@ pub unsafe extern "C" fn quorumlock_client_new(
             .quarantine(cfg.quarantine)
             .quarantine_margin(cfg.quarantine_margin)
             .eviction_check(cfg.eviction_check)
+            .key_format(cfg.key_format)
             .lock_options(cfg.defaults.inner.clone());
         if let Some(hook) = cfg.on_warning {
             builder = builder.on_warning(move |w| hook.call(w));

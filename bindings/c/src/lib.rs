@@ -8,6 +8,7 @@
 //! are `(ptr, len)`; text outputs are `snprintf`-style. No panic crosses the boundary.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod by_value;
 pub mod client;
 pub mod error;
 pub mod fence;

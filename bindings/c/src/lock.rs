@@ -582,6 +582,45 @@ pub unsafe extern "C" fn quorumlock_lock_remaining_ms(lock: *const Lock) -> u64 
     })
 }
 
+/// The TTL the lock was acquired with, in milliseconds (what an extension with the lock's
+/// own TTL uses); 0 for NULL.
+///
+/// Thread safety: safe from any thread.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `lock` is NULL or a live lock.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_lock_ttl_ms(lock: *const Lock) -> u64 {
+    ffi_panic_boundary!({
+        ffi::handle(lock, "lock").map_or(0, |l| {
+            u64::try_from(l.inner.as_async().ttl().as_millis()).unwrap_or(u64::MAX)
+        })
+    })
+}
+
+/// Why the lock was lost (`QL_LOST_EXPIRED`, `QL_LOST_TAKEN`, `QL_LOST_EXTENSION_LIMIT`), or
+/// `QL_LOST_NONE` while it is held, after a release, and for NULL. For languages that cannot
+/// take the lost callback on an engine thread: poll this (with
+/// `quorumlock_lock_remaining_ms`) instead. Sends nothing.
+///
+/// Thread safety: safe from any thread.
+/// Blocking: never blocks.
+///
+/// # Safety
+/// `lock` is NULL or a live lock.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quorumlock_lock_lost_reason(lock: *const Lock) -> u32 {
+    ffi_panic_boundary!({
+        ffi::handle(lock, "lock")
+            .ok()
+            .and_then(|l| l.inner.lost_signal().get())
+            .map_or(crate::error::LostReasonCode::QL_LOST_NONE as u32, |e| {
+                Error::from(e).lost_reason()
+            })
+    })
+}
+
 /// Copies the lock's random value (40 hex characters) into `buf`, `snprintf`-style: at
 /// most `len` bytes including the NUL; `*out_n` (if not NULL) gets the full length.
 ///

@@ -273,6 +273,25 @@ fn given_values_and_attempt_reports() {
 }
 
 #[test]
+fn bare_keys_and_release_or_extend_by_value() {
+    let c = cluster();
+    assert!(run(&compile("compat.c"), &c, &["byvalue"]).contains("byvalue ok"));
+    // The lock left held is stored under the bare resource name, with the given value.
+    for i in 0..c.len() {
+        let out = Command::new("redis-cli")
+            .args(["-p", &c.addr(i).port().to_string(), "GET", "bv:left"])
+            .output()
+            .expect("redis-cli");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            text.trim(),
+            "0f3b2c6e-7d41-4a8e-b9c2-5e6f7a8b9c0d",
+            "node {i}"
+        );
+    }
+}
+
+#[test]
 fn a_redis_cluster_is_one_member() {
     let c = cluster();
     let rc = Cluster::builder()

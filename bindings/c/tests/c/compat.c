@@ -1,12 +1,14 @@
 /* What migrating users meet: warnings through a callback, caller-given lock values, one
- * report per attempt, and a Redis Cluster as one member. Mode in argv[1]:
- * "warnings" on fresh nodes without persistence, "value" on durable nodes, "cluster" with
- * QL_REDIS_CLUSTER set to a redis+cluster:// URL. */
+ * report per attempt, release and extend by value with bare keys, polled losses, and a Redis
+ * Cluster as one member. Mode in argv[1]: "warnings" on fresh nodes without persistence,
+ * "value" and "byvalue" on durable nodes, "cluster" with QL_REDIS_CLUSTER set to a
+ * redis+cluster:// URL. */
 #include <stdatomic.h>
 
 #include "common.h"
 
 static atomic_int not_durable, duplicate, other_warnings;
+static uint32_t key_format = QL_KEY_BRACED;
 
 static void on_warning(void *userdata, const char *code, int64_t node, const char *message) {
   CHECK(userdata == (void *)&not_durable);
@@ -38,6 +40,14 @@ static quorumlock_client *client_with(uint32_t quarantine, const char *extra) {
   EXPECT(QL_OK, quorumlock_config_set_connect_timeout_ms(cfg, 10000));
   EXPECT(QL_OK, quorumlock_config_set_require_quorum(cfg, true));
   EXPECT(QL_OK, quorumlock_config_set_quarantine(cfg, quarantine, 0));
+  EXPECT(QL_INVALID, quorumlock_config_set_key_format(cfg, 7));
+  EXPECT(QL_INVALID, quorumlock_config_set_key_format(NULL, QL_KEY_BARE));
+  if (key_format == QL_KEY_BARE) EXPECT(QL_OK, quorumlock_config_set_key_prefix(cfg, NULL, 0));
+  EXPECT(QL_OK, quorumlock_config_set_key_format(cfg, key_format));
+  /* Calls without options (by value) use the client's defaults: slow enough for valgrind. */
+  quorumlock_lock_options *defaults = slow_options(5000);
+  EXPECT(QL_OK, quorumlock_config_set_lock_options(cfg, defaults));
+  quorumlock_lock_options_free(defaults);
   EXPECT(QL_OK, quorumlock_config_set_warning_callback(cfg, on_warning, &not_durable));
   quorumlock_client *client = NULL;
   quorumlock_error *err = NULL;
@@ -123,6 +133,54 @@ static void value(void) {
   printf("value ok\n");
 }
 
+/* Bare keys shared with another library, and a lock released and extended by its value (as
+ * another process would); the lock object learns the loss by polling. Leaves "bv:left" held
+ * with the value below for the test to read with redis-cli. */
+static void byvalue(void) {
+  key_format = QL_KEY_BARE;
+  quorumlock_client *c = client_with(QL_QUARANTINE_ON, NULL);
+  quorumlock_lock_options *o = slow_options(5000);
+  const char *id = "0f3b2c6e-7d41-4a8e-b9c2-5e6f7a8b9c0d";
+  EXPECT(QL_OK, quorumlock_lock_options_set_value(o, RES(id), NULL));
+  quorumlock_lock *lock = NULL;
+  EXPECT(QL_OK, quorumlock_client_acquire(c, RES("bv"), o, NULL, &lock, NULL));
+  CHECK(quorumlock_lock_ttl_ms(lock) == 5000 && quorumlock_lock_ttl_ms(NULL) == 0);
+  CHECK(quorumlock_lock_lost_reason(lock) == QL_LOST_NONE);
+  const uint8_t *res[] = {(const uint8_t *)"bv"};
+  size_t lens[] = {2};
+  uint64_t validity = 0;
+  EXPECT(QL_OK, quorumlock_client_extend_value(c, res, lens, 1, RES(id), 8000, &validity, NULL));
+  CHECK(validity > 7000 && validity <= 8000);
+  quorumlock_error *err = NULL;
+  const char *other = "ffffffffffffffffffffffffffffffff";
+  EXPECT(QL_LOST, quorumlock_client_extend_value(c, res, lens, 1, RES(other), 8000, NULL, &err));
+  quorumlock_error_free(err);
+  bool held = false;
+  EXPECT(QL_OK, quorumlock_client_release_value(c, res, lens, 1, RES(id), &held, NULL));
+  CHECK(held);
+  EXPECT(QL_OK, quorumlock_client_release_value(c, res, lens, 1, RES(id), &held, NULL));
+  CHECK(!held);
+  /* The lock object finds its keys gone at its next extend, and reports the loss. */
+  EXPECT(QL_LOST, quorumlock_lock_extend(lock, 5000, NULL));
+  CHECK(quorumlock_lock_lost_reason(lock) == QL_LOST_EXPIRED);
+  CHECK(quorumlock_lock_lost_reason(NULL) == QL_LOST_NONE);
+  quorumlock_lock_free(lock);
+  /* Bad input. */
+  EXPECT(QL_INVALID, quorumlock_client_release_value(NULL, res, lens, 1, RES(id), NULL, NULL));
+  EXPECT(QL_INVALID, quorumlock_client_release_value(c, res, lens, 0, RES(id), NULL, NULL));
+  EXPECT(QL_INVALID, quorumlock_client_release_value(c, res, lens, 1, RES("short"), NULL, NULL));
+  EXPECT(QL_INVALID, quorumlock_client_release_value(c, res, lens, 1, (const uint8_t *)"\xff\xfe", 2,
+                                                     NULL, NULL));
+  EXPECT(QL_INVALID, quorumlock_client_extend_value(c, res, lens, 1, RES(id), 0, NULL, NULL));
+  EXPECT(QL_INVALID, quorumlock_client_extend_value(c, res, lens, 1, NULL, 36, 1000, NULL, NULL));
+  /* Left held for the test: its key is the bare name. */
+  EXPECT(QL_OK, quorumlock_client_acquire(c, RES("bv:left"), o, NULL, &lock, NULL));
+  quorumlock_lock_options_free(o);
+  printf("byvalue ok\n");
+  fflush(stdout);
+  _exit(0);
+}
+
 static void cluster(void) {
   const char *url = getenv("QL_REDIS_CLUSTER");
   CHECK(url != NULL && strncmp(url, "redis+cluster://", 16) == 0);
@@ -148,6 +206,7 @@ int main(int argc, char **argv) {
   CHECK(argc == 2);
   if (strcmp(argv[1], "warnings") == 0) warnings();
   else if (strcmp(argv[1], "value") == 0) value();
+  else if (strcmp(argv[1], "byvalue") == 0) byvalue();
   else if (strcmp(argv[1], "cluster") == 0) cluster();
   else CHECK(!"unknown mode");
   return 0;
