@@ -337,7 +337,6 @@ namespace Quorumlock
     public sealed class RedLock : IRedLock
     {
         private readonly QuorumlockLock native;
-        private readonly CancellationTokenRegistration onLost;
         private int status;
         private RedLockInstanceSummary summary;
 
@@ -348,14 +347,6 @@ namespace Quorumlock
             this.status = (int)status;
             this.summary = summary;
             LastError = error;
-            if (native != null)
-            {
-                onLost = native.LostToken.Register(() =>
-                    Interlocked.CompareExchange(
-                        ref this.status,
-                        (int)(native.LostReason == LostReason.Taken ? RedLockStatus.Conflicted : RedLockStatus.Expired),
-                        (int)RedLockStatus.Acquired));
-            }
         }
 
         /// <inheritdoc/>
@@ -368,7 +359,18 @@ namespace Quorumlock
         public bool IsAcquired => Status == RedLockStatus.Acquired;
 
         /// <inheritdoc/>
-        public RedLockStatus Status => (RedLockStatus)Volatile.Read(ref status);
+        public RedLockStatus Status
+        {
+            get
+            {
+                var s = (RedLockStatus)Volatile.Read(ref status);
+                if (s == RedLockStatus.Acquired && native != null && native.LostReason != LostReason.None)
+                {
+                    return native.LostReason == LostReason.Taken ? RedLockStatus.Conflicted : RedLockStatus.Expired;
+                }
+                return s;
+            }
+        }
 
         /// <inheritdoc/>
         public RedLockInstanceSummary InstanceSummary => summary;
@@ -391,7 +393,6 @@ namespace Quorumlock
         /// <summary>Releases the lock (blocking one round trip); node errors are swallowed as in RedLock.net.</summary>
         public void Dispose()
         {
-            onLost.Dispose();
             native?.Dispose();
             Volatile.Write(ref status, (int)RedLockStatus.Unlocked);
             summary = default(RedLockInstanceSummary);
