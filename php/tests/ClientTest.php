@@ -43,10 +43,10 @@ final class ClientTest extends TestCase
     public function testBusyReturnsFalseWithTheNodeReport(): void
     {
         $a = Support::client();
-        $b = Support::client(['retryCount' => 0]);
+        $b = Support::client();
         $name = Support::name('busy');
         $held = $a->acquire($name, 5000);
-        $this->assertFalse($b->lock($name, 5000));
+        $this->assertFalse($b->lock($name, 5000, ['retryCount' => 0]));
         $e = $b->lastError();
         $this->assertInstanceOf(LockBusyException::class, $e);
         $this->assertSame(QuorumlockException::QL_BUSY, $e->getCode());
@@ -61,7 +61,7 @@ final class ClientTest extends TestCase
         $this->assertSame(0, $nodes[0]->index);
         $this->assertMatchesRegularExpression('/^127\.0\.0\.1:\d+\/0$/', $nodes[0]->address);
         try {
-            $b->acquire($name, 5000);
+            $b->acquire($name, 5000, ['retryCount' => 0]);
             $this->fail('acquire must throw');
         } catch (LockBusyException $e2) {
             $this->assertSame(1, $e2->getCode());
@@ -136,23 +136,24 @@ final class ClientTest extends TestCase
 
     public function testMultiResourceLockIsAllOrNothing(): void
     {
-        $client = Support::client(['retryCount' => 0]);
+        $client = Support::client();
+        $once = ['retryCount' => 0];
         $x = Support::name('multi-x');
         $y = Support::name('multi-y');
         $both = $client->acquire([$x, $y], 3000);
         $this->assertSame([$x, $y], $both->resource());
-        $this->assertFalse($client->lock($y, 3000));
-        $this->assertFalse($client->lock([Support::name('free'), $x], 3000));
+        $this->assertFalse($client->lock($y, 3000, $once));
+        $this->assertFalse($client->lock([Support::name('free'), $x], 3000, $once));
         $both->release();
         $this->assertInstanceOf(Lock::class, $client->lock($y, 3000));
     }
 
     public function testBinaryNamesAreBytes(): void
     {
-        $client = Support::client(['retryCount' => 0]);
+        $client = Support::client();
         $name = "bin\x00\xff\xfe:" . bin2hex(random_bytes(4)); // not UTF-8, with a NUL: any bytes
         $lock = $client->acquire($name, 3000);
-        $this->assertFalse($client->lock($name, 3000));
+        $this->assertFalse($client->lock($name, 3000, ['retryCount' => 0]));
         $short = $client->lock(substr($name, 0, 4), 3000);
         $this->assertInstanceOf(Lock::class, $short, "the NUL does not cut the name");
         $short->release();
@@ -169,7 +170,7 @@ final class ClientTest extends TestCase
 
     public function testClientDefaultsAndClose(): void
     {
-        $client = Support::client(['retryCount' => 0, 'quarantine' => 'off', 'notify' => false, 'keyPrefix' => 'php-test:']);
+        $client = Support::client(['retryCount' => 5, 'quarantine' => 'off', 'notify' => false, 'keyPrefix' => 'php-test:']);
         $lock = $client->acquire(Support::name('close'), 3000);
         $client->close();
         $client->close();

@@ -83,7 +83,7 @@ final class InstallTest extends TestCase
         $script = tempnam(sys_get_temp_dir(), 'ql-fpm') . '.php';
         file_put_contents($script, <<<'PHP'
             <?php
-            $c = new Quorumlock\Client(explode(',', getenv('QL_NODES')));
+            $c = new Quorumlock\Client(explode(',', getenv('QL_NODES')), ['nodeTimeoutMs' => 250]);
             $l = $c->acquire('preload:' . getmypid(), 2000);
             echo Quorumlock\Library::path(), ' ', $l->remaining() > 0 ? 'held' : 'not held', ' ', $l->release() ? 'released' : 'kept', "\n";
             try { FFI::cdef('int abs(int);'); echo "FFI open to all code\n"; } catch (FFI\Exception $e) { echo "FFI restricted\n"; }

@@ -37,14 +37,14 @@ final class RedLockTest extends TestCase
         $this->assertInstanceOf(LockBusyException::class, $redLock->getLastError());
 
         usleep(550_000); // A expired
-        $lockB = $redLock->lock($resource, 500);
+        $lockB = $redLock->lock($resource, 5000);
         $this->assertIsArray($lockB);
         $this->assertNotSame($lockA['token'], $lockB['token']);
         $this->assertFalse($redLock->unlock($lockA), 'A had expired');
         $this->assertTrue($redLock->unlock($lockB));
         $this->assertFalse($redLock->unlock($lockB), 'already unlocked');
 
-        $lockC = $redLock->lock($resource, 500);
+        $lockC = $redLock->lock($resource, 5000);
         $this->assertIsArray($lockC);
         $this->assertTrue((new RedLock(self::servers()))->unlock($lockC), 'another RedLock of this process can unlock');
     }

@@ -66,14 +66,14 @@ namespace Quorumlock.Tests
         {
             using (var client = Support.Client())
             {
-                var l = client.Acquire(Support.Name("lost"), new LockOptions { Ttl = TimeSpan.FromMilliseconds(400) });
+                var l = client.Acquire(Support.Name("lost"), new LockOptions { Ttl = TimeSpan.FromMilliseconds(800) });
                 var fired = new ManualResetEventSlim();
                 l.LostToken.Register(() => fired.Set());
-                Thread.Sleep(150);
-                l.Extend(TimeSpan.FromMilliseconds(500));
-                Assert.That(l.Remaining, Is.GreaterThan(TimeSpan.FromMilliseconds(250)));
+                Thread.Sleep(300);
+                l.Extend(TimeSpan.FromMilliseconds(1000));
+                Assert.That(l.Remaining, Is.GreaterThan(TimeSpan.FromMilliseconds(500)), "extended past the first deadline");
                 Assert.IsFalse(fired.IsSet);
-                Assert.IsTrue(fired.Wait(3000), "the lost token must fire after expiry");
+                Assert.IsTrue(fired.Wait(5000), "the lost token must fire after expiry");
                 Assert.IsTrue(l.IsLost);
                 Assert.AreEqual(LostReason.Expired, l.LostReason);
                 var e = Assert.Throws<QuorumlockException>(() => l.Extend());

@@ -97,10 +97,10 @@ namespace Quorumlock.Tests
         public void HeldLocksAreExtendedUntilDisposed()
         {
             using (var factory = Support.Factory())
-            using (var l = factory.CreateLock(Support.Name("extended"), TimeSpan.FromMilliseconds(500)))
+            using (var l = factory.CreateLock(Support.Name("extended"), TimeSpan.FromMilliseconds(1500)))
             {
                 Assert.IsTrue(l.IsAcquired);
-                Thread.Sleep(1200);
+                Thread.Sleep(2000);
                 Assert.IsTrue(l.IsAcquired, "the engine extends a RedLockFactory lock, as RedLock.net does");
                 Assert.That(((RedLock)l).Remaining, Is.GreaterThan(TimeSpan.Zero));
             }
