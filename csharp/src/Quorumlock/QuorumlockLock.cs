@@ -1,0 +1,190 @@
+using System;
+using System.Text;
+using System.Threading;
+using System.Threading.Tasks;
+
+namespace Quorumlock
+{
+    /// <summary>
+    /// A held distributed lock. Act on the protected resource only while <see cref="Remaining"/>
+    /// is positive; <see cref="LostToken"/> is cancelled when the engine finds it lost.
+    /// Dispose releases it.
+    /// </summary>
+    public sealed class QuorumlockLock : IDisposable, IAsyncDisposable
+    {
+        private readonly LockHandle handle;
+        private readonly LostState lost;
+        private readonly ulong ttlMs;
+        private int released;
+
+        internal QuorumlockLock(LockHandle handle, string resource, ulong ttlMs)
+        {
+            this.handle = handle;
+            lost = new LostState();
+            this.ttlMs = ttlMs;
+            Resource = resource;
+            Value = ReadValue();
+            LostState.Watch(lost, this);
+        }
+
+        /// <summary>The resource name (Base64 for a binary name).</summary>
+        public string Resource { get; }
+
+        /// <summary>The lock's random value (40 hex characters), the same on every node.</summary>
+        public string Value { get; }
+
+        /// <summary>Validity left (whole milliseconds); zero once expired, lost or released.</summary>
+        public TimeSpan Remaining
+        {
+            get
+            {
+                if (handle.IsClosed)
+                {
+                    return TimeSpan.Zero;
+                }
+                try
+                {
+                    return TimeSpan.FromMilliseconds(Native.quorumlock_lock_remaining_ms(handle));
+                }
+                catch (ObjectDisposedException)
+                {
+                    return TimeSpan.Zero;
+                }
+            }
+        }
+
+        /// <summary>Held: validity left and not released.</summary>
+        public bool IsHeld => Volatile.Read(ref released) == 0 && Remaining > TimeSpan.Zero;
+
+        /// <summary>Lost: the engine reported a loss, or the validity ran out before release.</summary>
+        public bool IsLost => lost.Reason != LostReason.None || (Volatile.Read(ref released) == 0 && Remaining == TimeSpan.Zero);
+
+        /// <summary>
+        /// Why it was lost: Expired when the validity ran out (found by polling every 20 ms;
+        /// a lock taken over also reads Expired there), or the reason an Extend failed with.
+        /// </summary>
+        public LostReason LostReason => lost.Reason;
+
+        /// <summary>
+        /// Cancelled (on a pool thread) once the lock is lost: within about 20 ms after its
+        /// validity ran out, or when an extend finds it lost. Never after a release.
+        /// </summary>
+        public CancellationToken LostToken => lost.Source.Token;
+
+        /// <summary>The fencing token of a lock taken with <see cref="LockOptions.Fenced"/>.</summary>
+        /// <exception cref="QuorumlockException">Invalid when the lock is not fenced.</exception>
+        public ulong Token
+        {
+            get
+            {
+                if (Native.quorumlock_lock_token(Live("token"), out var t) != 0)
+                {
+                    throw QuorumlockException.Invalid("token", "the lock was not acquired with Fenced = true");
+                }
+                return t;
+            }
+        }
+
+        /// <summary>
+        /// Extends the lock to <paramref name="ttl"/> (default: its TTL) from now on a quorum of
+        /// nodes. An expired lock is never revived (code Lost); a failed extend keeps the deadline.
+        /// </summary>
+        public void Extend(TimeSpan? ttl = null)
+        {
+            var ms = ttl.HasValue ? QuorumlockClient.Ms(ttl.Value, "ttl", "extend") : ttlMs;
+            var r = Native.quorumlock_lock_extend(Live("extend"), ms, out var err);
+            if (r != 0)
+            {
+                var e = QuorumlockException.FromNative(r, err, "extend", Resource);
+                if (e.Code == QuorumlockCode.Lost)
+                {
+                    lost.Fire(e.LostReason == LostReason.None ? LostReason.Expired : e.LostReason);
+                }
+                throw e;
+            }
+        }
+
+        /// <summary>Starts or stops the engine's automatic extension.</summary>
+        public void SetAutoExtend(bool on)
+        {
+            var r = Native.quorumlock_lock_set_auto_extend(Live("autoExtend"), on, out var err);
+            if (r != 0)
+            {
+                throw QuorumlockException.FromNative(r, err, "autoExtend", Resource);
+            }
+        }
+
+        /// <summary>
+        /// Releases it on every node (blocks one round trip). Returns whether a quorum still held
+        /// it; false after a loss or a previous release (which sends nothing).
+        /// </summary>
+        public bool Release()
+        {
+            if (Interlocked.Exchange(ref released, 1) != 0)
+            {
+                return false;
+            }
+            LostState.Unwatch(lost);
+            var r = Native.quorumlock_lock_release(Live("release"), out var held, out var err);
+            if (r != 0)
+            {
+                throw QuorumlockException.FromNative(r, err, "release", Resource);
+            }
+            return held;
+        }
+
+        /// <summary>Release on a pool thread (the C call blocks).</summary>
+        public Task<bool> ReleaseAsync() => Task.Run(() => Release());
+
+        /// <summary>Releases (errors are swallowed, the keys then expire) and frees the handle.</summary>
+        public void Dispose()
+        {
+            if (handle.IsClosed)
+            {
+                return;
+            }
+            try
+            {
+                Release();
+            }
+            catch (QuorumlockException)
+            {
+                // The keys expire by themselves.
+            }
+            handle.Dispose();
+        }
+
+        /// <summary>Dispose on a pool thread.</summary>
+        public ValueTask DisposeAsync() => new ValueTask(Task.Run(() => Dispose()));
+
+        /// <summary>Called by the poller: a held lock whose validity ran out is lost.</summary>
+        internal void CheckLost()
+        {
+            if (Volatile.Read(ref released) != 0 || handle.IsClosed)
+            {
+                LostState.Unwatch(lost);
+                return;
+            }
+            if (Native.quorumlock_lock_remaining_ms(handle) == 0 && Volatile.Read(ref released) == 0)
+            {
+                lost.Fire(LostReason.Expired);
+            }
+        }
+
+        private LockHandle Live(string op)
+        {
+            if (handle.IsClosed)
+            {
+                throw QuorumlockException.Invalid(op, "the lock is disposed");
+            }
+            return handle;
+        }
+
+        private string ReadValue()
+        {
+            var buf = new byte[64];
+            Native.quorumlock_lock_value(handle, buf, (UIntPtr)buf.Length, out var n);
+            return Encoding.ASCII.GetString(buf, 0, (int)Math.Min(n.ToUInt64(), 63));
+        }
+    }
+}

@@ -1,0 +1,6 @@
+<?php
+
+declare(strict_types=1);
+
+require dirname(__DIR__) . '/autoload.php';
+require __DIR__ . '/Support.php';
