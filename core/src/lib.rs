@@ -62,7 +62,7 @@ pub use warning::{Warning, WarningHook, WarningKind};
 /// `EVAL <script> 1 <fence key> <token>` returns 1 and stores the token when it is at least
 /// the highest seen, and 0 (a stale holder: stop) otherwise. Run it in the same atomic step
 /// as the protected write, e.g. in a `MULTI` with it or inside your own script.
-pub const FENCE_CHECK_SCRIPT: &str = node::scripts::FENCE_CHECK;
+pub const FENCE_CHECK_SCRIPT: &str = quorumlock_proto::scripts::FENCE_CHECK;
 
 /// The crate version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -14,6 +14,7 @@
 
 pub mod acquire;
 pub mod acquisition;
+pub mod command;
 pub mod config;
 pub mod error;
 pub mod extend;

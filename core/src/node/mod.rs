@@ -21,7 +21,7 @@ use crate::clock::MonoTime;
 use crate::report::NodeKind;
 use crate::warning::{Warning, WarningKind};
 use probe::{Checks, Probe};
-use scripts::Script;
+use quorumlock_proto::command::{Command, Reply};
 pub(crate) use target::Target;
 #[cfg(test)]
 use target::display_address;
@@ -385,24 +385,23 @@ impl Node {
         self.finish(&link, r)
     }
 
-    /// Runs a script by SHA-1, falling back once to `EVAL` on `NOSCRIPT`.
-    pub(crate) async fn eval(
+    /// Runs one of the protocol's commands: scripts by SHA-1, falling back once to `EVAL` on
+    /// `NOSCRIPT`. The reply comes back as the protocol's.
+    pub(crate) async fn run(
         &self,
-        script: &Script,
-        keys: &[Vec<u8>],
-        args: &[&[u8]],
+        command: &Command,
         traffic: Traffic,
-    ) -> Result<Value, NodeFailure> {
+    ) -> Result<Reply, NodeFailure> {
         let link = self.link(traffic)?;
         let mut conn = link.conn.clone();
-        let first = reply(conn.send(&script.cmd(false, keys, args)).await);
-        let r = match first {
-            Err(e) if e.kind() == RedisKind::Server(ServerErrorKind::NoScript) => {
-                reply(conn.send(&script.cmd(true, keys, args)).await)
+        let (first, script) = scripts::cmd(command, false);
+        let r = match reply(conn.send(&first).await) {
+            Err(e) if script && e.kind() == RedisKind::Server(ServerErrorKind::NoScript) => {
+                reply(conn.send(&scripts::cmd(command, true).0).await)
             }
             other => other,
         };
-        self.finish(&link, r)
+        self.finish(&link, r).map(scripts::reply)
     }
 
     fn finish(&self, link: &Link, r: redis::RedisResult<Value>) -> Result<Value, NodeFailure> {
@@ -458,23 +457,7 @@ pub(crate) fn classify(e: &RedisError) -> NodeFailure {
 }
 
 fn by_code(code: &str, text: &str) -> NodeKind {
-    match code {
-        "NOAUTH" | "WRONGPASS" => NodeKind::Auth,
-        "NOPERM" => NodeKind::NoPermission,
-        "OOM" => NodeKind::OutOfMemory,
-        "BUSY" => NodeKind::ServerBusy,
-        "WRONGTYPE" => NodeKind::WrongType,
-        "READONLY" => NodeKind::ReadOnly,
-        "LOADING" => NodeKind::Loading,
-        "NOSCRIPT" => NodeKind::Script,
-        _ if text.contains("Error running script")
-            || text.contains("user_script")
-            || text.contains("@user_function") =>
-        {
-            NodeKind::Script
-        }
-        _ => NodeKind::Other,
-    }
+    quorumlock_proto::command::error_kind(code, text)
 }
 
 #[cfg(test)]

@@ -4,9 +4,9 @@
 //! when every slot's request did, and removes what it wrote otherwise.
 
 use futures_util::future::join_all;
-use redis::Value;
+use quorumlock_proto::command;
 
-use super::{Node, NodeFailure, Traffic, scripts, slots};
+use super::{Node, NodeFailure, Traffic, slots};
 use crate::report::NodeKind;
 
 impl Node {
@@ -53,30 +53,10 @@ impl Node {
         value: &str,
         ttl_ms: u64,
     ) -> Result<NodeKind, NodeFailure> {
-        let reply = if let [key] = keys {
-            let mut cmd = redis::cmd("SET");
-            cmd.arg(key.as_slice())
-                .arg(value)
-                .arg("NX")
-                .arg("PX")
-                .arg(ttl_ms);
-            self.send(&cmd, Traffic::Lock).await?
-        } else {
-            let ttl = ttl_ms.to_string();
-            self.eval(
-                &scripts::ACQUIRE_MULTI,
-                keys,
-                &[value.as_bytes(), ttl.as_bytes()],
-                Traffic::Lock,
-            )
-            .await?
-        };
-        match reply {
-            Value::Okay | Value::Int(1) => Ok(NodeKind::Ok),
-            Value::SimpleString(s) if s == "OK" => Ok(NodeKind::Ok),
-            Value::Nil | Value::Int(0) => Ok(NodeKind::HeldByOther),
-            other => Err(unexpected(&other)),
-        }
+        let reply = self
+            .run(&command::acquire(keys, value, ttl_ms), Traffic::Lock)
+            .await?;
+        command::read_acquire(&reply)
     }
 
     /// Joins the slot requests of one acquisition (`won` per group): `Ok` when every group
@@ -126,7 +106,7 @@ impl Node {
         for p in parts {
             kinds.push(p?);
         }
-        Ok(worst(&kinds))
+        Ok(command::join_slots(&kinds))
     }
 
     async fn extend_slot(
@@ -135,21 +115,10 @@ impl Node {
         value: &str,
         ttl_ms: u64,
     ) -> Result<NodeKind, NodeFailure> {
-        let ttl = ttl_ms.to_string();
-        match self
-            .eval(
-                &scripts::EXTEND,
-                keys,
-                &[value.as_bytes(), ttl.as_bytes()],
-                Traffic::Lock,
-            )
-            .await?
-        {
-            Value::Int(1) => Ok(NodeKind::Ok),
-            Value::Int(0) => Ok(NodeKind::NotHeld),
-            Value::Int(-1) => Ok(NodeKind::HeldByOther),
-            other => Err(unexpected(&other)),
-        }
+        let reply = self
+            .run(&command::extend(keys, value, ttl_ms), Traffic::Lock)
+            .await?;
+        command::read_extend(&reply)
     }
 
     /// RELEASE on this node: `Released` (all keys deleted), `Partial` (some), `HeldByOther`
@@ -177,12 +146,7 @@ impl Node {
                 total
             }
         };
-        Ok(match (deleted, other) {
-            (d, _) if d == keys.len() => NodeKind::Released,
-            (d, _) if d > 0 => NodeKind::Partial,
-            (_, o) if o > 0 => NodeKind::HeldByOther,
-            _ => NodeKind::NotHeld,
-        })
+        Ok(command::release_kind(deleted, other, keys.len()))
     }
 
     /// RELEASE-ONE or RELEASE on keys of one slot: how many keys were deleted, and how many
@@ -193,45 +157,10 @@ impl Node {
         value: &str,
         notify: bool,
     ) -> Result<(usize, usize), NodeFailure> {
-        let flag: &[u8] = if notify { b"1" } else { b"0" };
-        let args = [value.as_bytes(), flag];
-        if keys.len() == 1 {
-            return match self
-                .eval(&scripts::RELEASE_ONE, keys, &args, Traffic::Any)
-                .await?
-            {
-                Value::Int(1) => Ok((1, 0)),
-                Value::Int(0) => Ok((0, 0)),
-                Value::Int(-1) => Ok((0, 1)),
-                other => Err(unexpected(&other)),
-            };
-        }
         let reply = self
-            .eval(&scripts::RELEASE, keys, &args, Traffic::Any)
+            .run(&command::release(keys, value, notify), Traffic::Any)
             .await?;
-        if let Value::Array(items) = &reply
-            && let [Value::Int(deleted), Value::Int(other)] = items.as_slice()
-        {
-            let count = |n: i64| usize::try_from(n).unwrap_or(0);
-            return Ok((count(*deleted), count(*other)));
-        }
-        Err(unexpected(&reply))
-    }
-}
-
-/// The joined answer of a cluster member's slot requests to an extend or a raise: `Ok` when
-/// every slot said `Ok`, else `HeldByOther` if any slot said so, else the first other kind.
-fn worst(kinds: &[NodeKind]) -> NodeKind {
-    if kinds.iter().all(|k| *k == NodeKind::Ok) {
-        NodeKind::Ok
-    } else if kinds.contains(&NodeKind::HeldByOther) {
-        NodeKind::HeldByOther
-    } else {
-        kinds
-            .iter()
-            .copied()
-            .find(|k| *k != NodeKind::Ok)
-            .unwrap_or(NodeKind::NotHeld)
+        command::read_release(&reply, keys.len())
     }
 }
 
@@ -240,20 +169,9 @@ impl Node {
     /// that tells a waiter whether a release came before its subscription. (A cluster
     /// connection splits a multi-key `EXISTS` by slot and adds the counts.)
     pub(crate) async fn vacant(&self, keys: &[Vec<u8>]) -> Result<NodeKind, NodeFailure> {
-        let mut cmd = redis::cmd("EXISTS");
-        for k in keys {
-            cmd.arg(k.as_slice());
-        }
-        match self.send(&cmd, Traffic::Lock).await? {
-            Value::Int(0) => Ok(NodeKind::NotHeld),
-            Value::Int(_) => Ok(NodeKind::HeldByOther),
-            other => Err(unexpected(&other)),
-        }
+        let reply = self.run(&command::vacant(keys), Traffic::Lock).await?;
+        command::read_vacant(&reply)
     }
-}
-
-fn unexpected(reply: &Value) -> NodeFailure {
-    (NodeKind::Protocol, format!("unexpected reply: {reply:?}"))
 }
 
 impl Node {
@@ -294,7 +212,10 @@ impl Node {
             .all_or_nothing(&keys[..keys.len() / 2], value, won)
             .await?
         {
-            NodeKind::Ok => Err(unexpected(&Value::Nil)),
+            NodeKind::Ok => Err((
+                NodeKind::Protocol,
+                "a partial fenced acquisition reported success".to_owned(),
+            )),
             _ => Ok(None),
         }
     }
@@ -306,28 +227,9 @@ impl Node {
         ttl_ms: u64,
         counter_ttl_ms: u64,
     ) -> Result<Option<Vec<u64>>, NodeFailure> {
-        let (ttl, counter_ttl) = (ttl_ms.to_string(), counter_ttl_ms.to_string());
-        let reply = self
-            .eval(
-                &scripts::FENCED_ACQUIRE,
-                keys,
-                &[value.as_bytes(), ttl.as_bytes(), counter_ttl.as_bytes()],
-                Traffic::Fenced,
-            )
-            .await?;
-        match &reply {
-            Value::Int(0) | Value::Nil => Ok(None),
-            Value::Array(items) if items.len() * 2 == keys.len() => items
-                .iter()
-                .map(|v| match v {
-                    Value::Int(t) if *t > 0 => u64::try_from(*t).ok(),
-                    _ => None,
-                })
-                .collect::<Option<Vec<u64>>>()
-                .map(Some)
-                .ok_or_else(|| unexpected(&reply)),
-            _ => Err(unexpected(&reply)),
-        }
+        let request = command::fenced_acquire(keys, value, ttl_ms, counter_ttl_ms);
+        let reply = self.run(&request, Traffic::Fenced).await?;
+        command::read_fenced_acquire(&reply, keys.len())
     }
 
     /// RAISE on this node (fencing phase 2): `Ok` when our keys are still there and the
@@ -355,7 +257,7 @@ impl Node {
         for p in parts {
             kinds.push(p?);
         }
-        Ok(worst(&kinds))
+        Ok(command::join_slots(&kinds))
     }
 
     async fn raise_slot(
@@ -365,31 +267,8 @@ impl Node {
         tokens: &[u64],
         counter_ttl_ms: u64,
     ) -> Result<NodeKind, NodeFailure> {
-        let mut args: Vec<String> = Vec::with_capacity(tokens.len() + 2);
-        args.push(value.to_owned());
-        args.extend(tokens.iter().map(u64::to_string));
-        args.push(counter_ttl_ms.to_string());
-        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-        match self
-            .eval(&scripts::RAISE, keys, &args, Traffic::Fenced)
-            .await?
-        {
-            Value::Int(1) => Ok(NodeKind::Ok),
-            Value::Int(0) => Ok(NodeKind::NotHeld),
-            other => Err(unexpected(&other)),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn joined_answers() {
-        use NodeKind::*;
-        assert_eq!(worst(&[Ok, Ok]), Ok);
-        assert_eq!(worst(&[Ok, NotHeld]), NotHeld);
-        assert_eq!(worst(&[NotHeld, HeldByOther]), HeldByOther);
+        let request = command::raise(keys, value, tokens, counter_ttl_ms);
+        let reply = self.run(&request, Traffic::Fenced).await?;
+        command::read_raise(&reply)
     }
 }

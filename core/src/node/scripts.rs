@@ -1,95 +1,105 @@
-//! The protocol's Lua scripts (`quorumlock_proto::scripts`), their SHA-1s computed once, and the `EVALSHA` call with
-//! the `EVAL` fallback on `NOSCRIPT` (REDLOCK.md §2.6).
+//! The protocol's commands (`quorumlock_proto::command`) as redis-rs commands: scripts by
+//! SHA-1 (computed once) with the `EVAL` fallback on `NOSCRIPT` (REDLOCK.md §2.6), and
+//! replies as the protocol's `Reply`.
 
 use std::sync::LazyLock;
 
-use redis::Cmd;
+use quorumlock_proto::command::{Command, Reply, Script};
+use redis::{Cmd, Value};
 
-/// A script source and its SHA-1.
-pub(crate) struct Script {
-    source: &'static str,
-    sha: String,
+/// The SHA-1 of every script, in `Script::ALL` order.
+static SHAS: LazyLock<Vec<String>> = LazyLock::new(|| {
+    Script::ALL
+        .iter()
+        .map(|s| redis::Script::new(s.source()).get_hash().to_owned())
+        .collect()
+});
+
+fn sha(script: Script) -> &'static str {
+    let i = Script::ALL.iter().position(|s| *s == script).unwrap_or(0);
+    SHAS.get(i).map_or("", String::as_str)
 }
 
-impl Script {
-    fn new(source: &'static str) -> Self {
-        Self {
-            source,
-            sha: redis::Script::new(source).get_hash().to_owned(),
+/// The redis-rs command for `command`: scripts as `EVALSHA`, or `EVAL` with the source when
+/// `fallback` is set. The second value is true for scripts (which may need the fallback).
+pub(crate) fn cmd(command: &Command, fallback: bool) -> (Cmd, bool) {
+    match command {
+        Command::Eval { script, keys, args } => {
+            let mut c = if fallback {
+                let mut c = redis::cmd("EVAL");
+                c.arg(script.source());
+                c
+            } else {
+                let mut c = redis::cmd("EVALSHA");
+                c.arg(sha(*script));
+                c
+            };
+            c.arg(keys.len());
+            for k in keys {
+                c.arg(k.as_slice());
+            }
+            for a in args {
+                c.arg(a.as_slice());
+            }
+            (c, true)
         }
-    }
-
-    /// `EVALSHA sha numkeys keys... args...`, or `EVAL source ...` when `fallback` is set.
-    pub(crate) fn cmd(&self, fallback: bool, keys: &[Vec<u8>], args: &[&[u8]]) -> Cmd {
-        let mut cmd = if fallback {
-            let mut c = redis::cmd("EVAL");
-            c.arg(self.source);
-            c
-        } else {
-            let mut c = redis::cmd("EVALSHA");
-            c.arg(&self.sha);
-            c
-        };
-        cmd.arg(keys.len());
-        for k in keys {
-            cmd.arg(k.as_slice());
+        other => {
+            let argv = other.argv();
+            let mut c = redis::cmd(&String::from_utf8_lossy(&argv[0]));
+            for a in &argv[1..] {
+                c.arg(a.as_slice());
+            }
+            (c, false)
         }
-        for a in args {
-            cmd.arg(*a);
-        }
-        cmd
     }
 }
 
-/// ACQUIRE-MULTI: all keys of a set or none.
-pub(crate) static ACQUIRE_MULTI: LazyLock<Script> =
-    LazyLock::new(|| Script::new(quorumlock_proto::scripts::ACQUIRE_MULTI));
-/// FENCED-ACQUIRE: take the set and advance its fencing counters.
-pub(crate) static FENCED_ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(quorumlock_proto::scripts::FENCED_ACQUIRE));
-/// RAISE: owner-checked lift of lagging counters (fencing phase 2).
-pub(crate) static RAISE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(quorumlock_proto::scripts::RAISE));
-/// The source of FENCE-CHECK, for protected resources kept in Redis.
-pub(crate) const FENCE_CHECK: &str = quorumlock_proto::scripts::FENCE_CHECK;
-/// RELEASE of a single key: compare-and-delete returning 1 / 0 / -1.
-pub(crate) static RELEASE_ONE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(quorumlock_proto::scripts::RELEASE_ONE));
-/// RELEASE of a set: compare-and-delete every key, returning `{deleted, held_by_other}`.
-pub(crate) static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(quorumlock_proto::scripts::RELEASE));
-/// EXTEND: compare-and-lengthen.
-pub(crate) static EXTEND: LazyLock<Script> =
-    LazyLock::new(|| Script::new(quorumlock_proto::scripts::EXTEND));
+/// A redis-rs reply as the protocol's; shapes the protocol never expects become data that
+/// no reader accepts (a `Protocol` failure).
+pub(crate) fn reply(value: Value) -> Reply {
+    match value {
+        Value::Nil => Reply::Nil,
+        Value::Int(i) => Reply::Int(i),
+        Value::BulkString(b) => Reply::Data(b),
+        Value::SimpleString(s) => Reply::Status(s),
+        Value::Okay => Reply::Status("OK".to_owned()),
+        Value::Array(items) | Value::Set(items) => {
+            Reply::Array(items.into_iter().map(reply).collect())
+        }
+        other => Reply::Data(format!("{other:?}").into_bytes()),
+    }
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use quorumlock_proto::command;
 
     #[test]
     fn shas_are_distinct_hex() {
-        let shas = [
-            &ACQUIRE_MULTI.sha,
-            &RELEASE.sha,
-            &EXTEND.sha,
-            &RELEASE_ONE.sha,
-        ];
-        for s in shas {
+        let shas: Vec<&str> = Script::ALL.iter().map(|s| sha(*s)).collect();
+        for s in &shas {
             assert_eq!(s.len(), 40);
         }
-        assert_ne!(shas[0], shas[1]);
-        assert_ne!(shas[1], shas[2]);
+        let mut unique = shas.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), shas.len());
     }
 
     #[test]
     fn cmd_layout() {
         let keys = vec![b"k1".to_vec(), b"k2".to_vec()];
-        let packed = RELEASE.cmd(false, &keys, &[b"v"]).get_packed_command();
-        let text = String::from_utf8_lossy(&packed);
-        assert!(text.contains("EVALSHA"));
-        assert!(text.contains(&RELEASE.sha));
+        let release = command::release(&keys, "v", false);
+        let (c, script) = cmd(&release, false);
+        let text = String::from_utf8_lossy(&c.get_packed_command()).into_owned();
+        assert!(script && text.contains("EVALSHA"));
+        assert!(text.contains(sha(Script::Release)));
         assert!(text.contains("\r\n2\r\n"));
-        let packed = RELEASE.cmd(true, &keys, &[b"v"]).get_packed_command();
-        assert!(String::from_utf8_lossy(&packed).contains("redis.call('DEL'"));
+        let (c, _) = cmd(&release, true);
+        assert!(String::from_utf8_lossy(&c.get_packed_command()).contains("redis.call('DEL'"));
+        let (c, script) = cmd(&command::acquire(&keys[..1], "v", 10), false);
+        assert!(!script);
+        assert!(String::from_utf8_lossy(&c.get_packed_command()).contains("NX"));
     }
 }

@@ -1,0 +1,432 @@
+//! The commands of the protocol as data, and what their replies mean (REDLOCK.md §2.4–2.6,
+//! §7.3, §10). A driver sends [`Command`]s however it talks to Redis (a socket, a cluster
+//! client, a REST endpoint) and hands the reply back as a [`Reply`]; the `read_*` functions
+//! turn it into a vote, a count or a typed failure. Nothing here does I/O.
+
+use crate::report::NodeKind;
+use crate::scripts;
+
+/// A node's failure on one request: the kind, and a text for the report.
+pub type Failure = (NodeKind, String);
+
+/// A reply as the driver's client decoded it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// A nil bulk string or nil array.
+    Nil,
+    /// An integer.
+    Int(i64),
+    /// A bulk string.
+    Data(Vec<u8>),
+    /// A simple string such as `OK`.
+    Status(String),
+    /// An array.
+    Array(Vec<Reply>),
+}
+
+/// The protocol's Lua scripts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Script {
+    /// [`scripts::ACQUIRE_MULTI`].
+    AcquireMulti,
+    /// [`scripts::FENCED_ACQUIRE`].
+    FencedAcquire,
+    /// [`scripts::RAISE`].
+    Raise,
+    /// [`scripts::RELEASE_ONE`].
+    ReleaseOne,
+    /// [`scripts::RELEASE`].
+    Release,
+    /// [`scripts::EXTEND`].
+    Extend,
+}
+
+impl Script {
+    /// The Lua source.
+    pub fn source(self) -> &'static str {
+        match self {
+            Script::AcquireMulti => scripts::ACQUIRE_MULTI,
+            Script::FencedAcquire => scripts::FENCED_ACQUIRE,
+            Script::Raise => scripts::RAISE,
+            Script::ReleaseOne => scripts::RELEASE_ONE,
+            Script::Release => scripts::RELEASE,
+            Script::Extend => scripts::EXTEND,
+        }
+    }
+
+    /// Every script (for drivers that load or hash them up front).
+    pub const ALL: [Script; 6] = [
+        Script::AcquireMulti,
+        Script::FencedAcquire,
+        Script::Raise,
+        Script::ReleaseOne,
+        Script::Release,
+        Script::Extend,
+    ];
+}
+
+/// One request to one node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// `SET key value NX PX ttl_ms`.
+    SetNx {
+        /// The lock key.
+        key: Vec<u8>,
+        /// The lock value.
+        value: Vec<u8>,
+        /// The TTL in milliseconds.
+        ttl_ms: u64,
+    },
+    /// `EXISTS keys...`.
+    Exists(Vec<Vec<u8>>),
+    /// A script: `EVALSHA sha n keys... args...`, or `EVAL source ...` after `NOSCRIPT`.
+    Eval {
+        /// Which script.
+        script: Script,
+        /// Its keys.
+        keys: Vec<Vec<u8>>,
+        /// Its arguments.
+        args: Vec<Vec<u8>>,
+    },
+}
+
+impl Command {
+    /// The command's arguments, name first; scripts as `EVAL` with their source.
+    pub fn argv(&self) -> Vec<Vec<u8>> {
+        match self {
+            Command::SetNx { key, value, ttl_ms } => vec![
+                b"SET".to_vec(),
+                key.clone(),
+                value.clone(),
+                b"NX".to_vec(),
+                b"PX".to_vec(),
+                ttl_ms.to_string().into_bytes(),
+            ],
+            Command::Exists(keys) => {
+                let mut v = vec![b"EXISTS".to_vec()];
+                v.extend(keys.iter().cloned());
+                v
+            }
+            Command::Eval { script, keys, args } => {
+                let mut v = vec![
+                    b"EVAL".to_vec(),
+                    script.source().as_bytes().to_vec(),
+                    keys.len().to_string().into_bytes(),
+                ];
+                v.extend(keys.iter().cloned());
+                v.extend(args.iter().cloned());
+                v
+            }
+        }
+    }
+}
+
+fn num(n: u64) -> Vec<u8> {
+    n.to_string().into_bytes()
+}
+
+/// ACQUIRE: `SET NX PX` for one key, ACQUIRE-MULTI for a set.
+pub fn acquire(keys: &[Vec<u8>], value: &str, ttl_ms: u64) -> Command {
+    if let [key] = keys {
+        return Command::SetNx {
+            key: key.clone(),
+            value: value.as_bytes().to_vec(),
+            ttl_ms,
+        };
+    }
+    Command::Eval {
+        script: Script::AcquireMulti,
+        keys: keys.to_vec(),
+        args: vec![value.as_bytes().to_vec(), num(ttl_ms)],
+    }
+}
+
+/// What an ACQUIRE reply means: `Ok` (written) or `HeldByOther`.
+///
+/// # Errors
+/// `Protocol` for a reply of another shape.
+pub fn read_acquire(reply: &Reply) -> Result<NodeKind, Failure> {
+    match reply {
+        Reply::Int(1) => Ok(NodeKind::Ok),
+        Reply::Status(s) if s == "OK" => Ok(NodeKind::Ok),
+        Reply::Nil | Reply::Int(0) => Ok(NodeKind::HeldByOther),
+        other => Err(unexpected(other)),
+    }
+}
+
+/// FENCED-ACQUIRE over the lock keys followed by their counter keys.
+pub fn fenced_acquire(keys: &[Vec<u8>], value: &str, ttl_ms: u64, counter_ttl_ms: u64) -> Command {
+    Command::Eval {
+        script: Script::FencedAcquire,
+        keys: keys.to_vec(),
+        args: vec![value.as_bytes().to_vec(), num(ttl_ms), num(counter_ttl_ms)],
+    }
+}
+
+/// What a FENCED-ACQUIRE reply over `keys` keys (lock keys and counters) means: the new
+/// counters (a vote for), or `None` (held by another owner).
+///
+/// # Errors
+/// `Protocol` for a reply of another shape, or counters that are not positive.
+pub fn read_fenced_acquire(reply: &Reply, keys: usize) -> Result<Option<Vec<u64>>, Failure> {
+    match reply {
+        Reply::Int(0) | Reply::Nil => Ok(None),
+        Reply::Array(items) if items.len() * 2 == keys => items
+            .iter()
+            .map(|v| match v {
+                Reply::Int(t) if *t > 0 => u64::try_from(*t).ok(),
+                _ => None,
+            })
+            .collect::<Option<Vec<u64>>>()
+            .map(Some)
+            .ok_or_else(|| unexpected(reply)),
+        _ => Err(unexpected(reply)),
+    }
+}
+
+/// RAISE (fencing phase 2) over the lock keys followed by their counters.
+pub fn raise(keys: &[Vec<u8>], value: &str, tokens: &[u64], counter_ttl_ms: u64) -> Command {
+    let mut args = Vec::with_capacity(tokens.len() + 2);
+    args.push(value.as_bytes().to_vec());
+    args.extend(tokens.iter().map(|t| num(*t)));
+    args.push(num(counter_ttl_ms));
+    Command::Eval {
+        script: Script::Raise,
+        keys: keys.to_vec(),
+        args,
+    }
+}
+
+/// What a RAISE reply means: `Ok` (our keys are there, counters raised) or `NotHeld`.
+///
+/// # Errors
+/// `Protocol` for a reply of another shape.
+pub fn read_raise(reply: &Reply) -> Result<NodeKind, Failure> {
+    match reply {
+        Reply::Int(1) => Ok(NodeKind::Ok),
+        Reply::Int(0) => Ok(NodeKind::NotHeld),
+        other => Err(unexpected(other)),
+    }
+}
+
+/// EXTEND: compare-and-lengthen; never creates a key.
+pub fn extend(keys: &[Vec<u8>], value: &str, ttl_ms: u64) -> Command {
+    Command::Eval {
+        script: Script::Extend,
+        keys: keys.to_vec(),
+        args: vec![value.as_bytes().to_vec(), num(ttl_ms)],
+    }
+}
+
+/// What an EXTEND reply means: `Ok`, `NotHeld` (a key was absent) or `HeldByOther`.
+///
+/// # Errors
+/// `Protocol` for a reply of another shape.
+pub fn read_extend(reply: &Reply) -> Result<NodeKind, Failure> {
+    match reply {
+        Reply::Int(1) => Ok(NodeKind::Ok),
+        Reply::Int(0) => Ok(NodeKind::NotHeld),
+        Reply::Int(-1) => Ok(NodeKind::HeldByOther),
+        other => Err(unexpected(other)),
+    }
+}
+
+/// RELEASE: compare-and-delete (RELEASE-ONE for one key), publishing on each deleted key's
+/// release channel when `notify` is set.
+pub fn release(keys: &[Vec<u8>], value: &str, notify: bool) -> Command {
+    let flag = if notify { b"1".to_vec() } else { b"0".to_vec() };
+    Command::Eval {
+        script: if keys.len() == 1 {
+            Script::ReleaseOne
+        } else {
+            Script::Release
+        },
+        keys: keys.to_vec(),
+        args: vec![value.as_bytes().to_vec(), flag],
+    }
+}
+
+/// What a RELEASE reply over `keys` keys means: how many keys were deleted, and how many
+/// held another value.
+///
+/// # Errors
+/// `Protocol` for a reply of another shape.
+pub fn read_release(reply: &Reply, keys: usize) -> Result<(usize, usize), Failure> {
+    if keys == 1 {
+        return match reply {
+            Reply::Int(1) => Ok((1, 0)),
+            Reply::Int(0) => Ok((0, 0)),
+            Reply::Int(-1) => Ok((0, 1)),
+            other => Err(unexpected(other)),
+        };
+    }
+    if let Reply::Array(items) = reply
+        && let [Reply::Int(deleted), Reply::Int(other)] = items.as_slice()
+    {
+        let count = |n: i64| usize::try_from(n).unwrap_or(0);
+        return Ok((count(*deleted), count(*other)));
+    }
+    Err(unexpected(reply))
+}
+
+/// A release's outcome on one node from its counts over `keys` keys: `Released` (all
+/// deleted), `Partial` (some), `HeldByOther` (none, another value present) or `NotHeld`.
+pub fn release_kind(deleted: usize, other: usize, keys: usize) -> NodeKind {
+    match (deleted, other) {
+        (d, _) if d == keys => NodeKind::Released,
+        (d, _) if d > 0 => NodeKind::Partial,
+        (_, o) if o > 0 => NodeKind::HeldByOther,
+        _ => NodeKind::NotHeld,
+    }
+}
+
+/// `EXISTS` over the keys: whether a release came before a waiter's subscription.
+pub fn vacant(keys: &[Vec<u8>]) -> Command {
+    Command::Exists(keys.to_vec())
+}
+
+/// What an `EXISTS` reply means: `NotHeld` (none of the keys exists) or `HeldByOther`.
+///
+/// # Errors
+/// `Protocol` for a reply of another shape.
+pub fn read_vacant(reply: &Reply) -> Result<NodeKind, Failure> {
+    match reply {
+        Reply::Int(0) => Ok(NodeKind::NotHeld),
+        Reply::Int(_) => Ok(NodeKind::HeldByOther),
+        other => Err(unexpected(other)),
+    }
+}
+
+/// The joined answer of a cluster member's per-slot requests to an extend or a raise: `Ok`
+/// when every slot said `Ok`, else `HeldByOther` if any slot said so, else the first other
+/// kind.
+pub fn join_slots(kinds: &[NodeKind]) -> NodeKind {
+    if kinds.iter().all(|k| *k == NodeKind::Ok) {
+        NodeKind::Ok
+    } else if kinds.contains(&NodeKind::HeldByOther) {
+        NodeKind::HeldByOther
+    } else {
+        kinds
+            .iter()
+            .copied()
+            .find(|k| *k != NodeKind::Ok)
+            .unwrap_or(NodeKind::NotHeld)
+    }
+}
+
+/// The node kind of an error reply, from its code (the first word) and text (REDLOCK.md §10).
+pub fn error_kind(code: &str, text: &str) -> NodeKind {
+    match code {
+        "NOAUTH" | "WRONGPASS" => NodeKind::Auth,
+        "NOPERM" => NodeKind::NoPermission,
+        "OOM" => NodeKind::OutOfMemory,
+        "BUSY" => NodeKind::ServerBusy,
+        "WRONGTYPE" => NodeKind::WrongType,
+        "READONLY" => NodeKind::ReadOnly,
+        "LOADING" => NodeKind::Loading,
+        "NOSCRIPT" => NodeKind::Script,
+        "MOVED" | "ASK" | "CROSSSLOT" | "CLUSTERDOWN" | "TRYAGAIN" | "MASTERDOWN" => {
+            NodeKind::ClusterUnsupported
+        }
+        _ if text.contains("Error running script")
+            || text.contains("user_script")
+            || text.contains("@user_function") =>
+        {
+            NodeKind::Script
+        }
+        _ => NodeKind::Other,
+    }
+}
+
+fn unexpected(reply: &Reply) -> Failure {
+    (NodeKind::Protocol, format!("unexpected reply: {reply:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(n: usize) -> Vec<Vec<u8>> {
+        (0..n).map(|i| format!("k{i}").into_bytes()).collect()
+    }
+
+    #[test]
+    fn one_key_is_a_set_nx_and_a_set_is_a_script() {
+        let argv = acquire(&keys(1), "v", 500).argv();
+        assert_eq!(argv, [&b"SET"[..], b"k0", b"v", b"NX", b"PX", b"500"]);
+        let Command::Eval { script, args, .. } = acquire(&keys(2), "v", 500) else {
+            panic!()
+        };
+        assert_eq!((script, args.len()), (Script::AcquireMulti, 2));
+        let argv = release(&keys(2), "v", true).argv();
+        assert_eq!(argv[0], b"EVAL");
+        assert_eq!(argv[2], b"2");
+        assert_eq!(argv.last().unwrap(), b"1");
+        assert!(matches!(
+            release(&keys(1), "v", false),
+            Command::Eval {
+                script: Script::ReleaseOne,
+                ..
+            }
+        ));
+        let raised = raise(&keys(4), "v", &[7, 9], 0);
+        let Command::Eval { args, .. } = raised else {
+            panic!()
+        };
+        assert_eq!(args, [&b"v"[..], b"7", b"9", b"0"]);
+    }
+
+    #[test]
+    fn replies_become_votes_or_typed_failures() {
+        assert_eq!(read_acquire(&Reply::Status("OK".into())), Ok(NodeKind::Ok));
+        assert_eq!(read_acquire(&Reply::Nil), Ok(NodeKind::HeldByOther));
+        let bad = read_acquire(&Reply::Data(b"garbage".to_vec())).unwrap_err();
+        assert_eq!(bad.0, NodeKind::Protocol);
+        assert_eq!(read_extend(&Reply::Int(-1)), Ok(NodeKind::HeldByOther));
+        assert_eq!(read_extend(&Reply::Int(0)), Ok(NodeKind::NotHeld));
+        assert!(read_extend(&Reply::Int(2)).is_err());
+        assert_eq!(read_raise(&Reply::Int(1)), Ok(NodeKind::Ok));
+        assert_eq!(read_vacant(&Reply::Int(0)), Ok(NodeKind::NotHeld));
+        let pair = Reply::Array(vec![Reply::Int(1), Reply::Int(1)]);
+        assert_eq!(read_release(&pair, 3), Ok((1, 1)));
+        assert_eq!(release_kind(1, 1, 3), NodeKind::Partial);
+        assert_eq!(release_kind(0, 1, 3), NodeKind::HeldByOther);
+        assert_eq!(release_kind(3, 0, 3), NodeKind::Released);
+        assert_eq!(read_release(&Reply::Int(-1), 1), Ok((0, 1)));
+        let counters = Reply::Array(vec![Reply::Int(5), Reply::Int(6)]);
+        assert_eq!(read_fenced_acquire(&counters, 4), Ok(Some(vec![5, 6])));
+        assert_eq!(read_fenced_acquire(&Reply::Int(0), 4), Ok(None));
+        let zero = Reply::Array(vec![Reply::Int(0), Reply::Int(6)]);
+        assert!(read_fenced_acquire(&zero, 4).is_err(), "a token is never 0");
+        assert!(
+            read_fenced_acquire(&counters, 6).is_err(),
+            "one counter per resource"
+        );
+    }
+
+    #[test]
+    fn error_codes_map_to_kinds() {
+        assert_eq!(error_kind("WRONGPASS", ""), NodeKind::Auth);
+        assert_eq!(error_kind("NOAUTH", ""), NodeKind::Auth);
+        assert_eq!(error_kind("OOM", ""), NodeKind::OutOfMemory);
+        assert_eq!(error_kind("BUSY", ""), NodeKind::ServerBusy);
+        assert_eq!(error_kind("WRONGTYPE", ""), NodeKind::WrongType);
+        assert_eq!(
+            error_kind("MOVED", "MOVED 3999 1.2.3.4:6381"),
+            NodeKind::ClusterUnsupported
+        );
+        assert_eq!(
+            error_kind("ERR", "Error running script (call to f_x)"),
+            NodeKind::Script
+        );
+        assert_eq!(error_kind("ERR", "unknown command"), NodeKind::Other);
+    }
+
+    #[test]
+    fn slot_answers_join() {
+        use NodeKind::*;
+        assert_eq!(join_slots(&[Ok, Ok]), Ok);
+        assert_eq!(join_slots(&[Ok, NotHeld]), NotHeld);
+        assert_eq!(join_slots(&[NotHeld, HeldByOther]), HeldByOther);
+    }
+}
