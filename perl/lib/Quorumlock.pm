@@ -117,7 +117,15 @@ sub new {
 
     my $cfg;
     _check( Quorumlock::FFI::quorumlock_config_new( \$cfg ), $op );
-    my $ok = eval { $self->_configure( $cfg, [ map { _url($_) } @$servers ], \%args ); 1 };
+    my $ok = eval {
+        $self->_configure( $cfg, [ map { _url($_) } @$servers ], \%args );
+        # The lock defaults are also the engine's, for the calls by value (their node_timeout).
+        my $opts = $self->_options( {}, $op );
+        my $code = Quorumlock::FFI::quorumlock_config_set_lock_options( $cfg, $opts );
+        Quorumlock::FFI::quorumlock_lock_options_free($opts);
+        _check( $code, $op );
+        1;
+    };
     my $failed = $@;
     if ($ok) {
         my ( $client, $err );

@@ -87,6 +87,7 @@ my @functions = (
     [ quorumlock_config_set_quarantine        => [ 'opaque', 'uint32', 'uint64' ]            => 'uint32' ],
     [ quorumlock_config_set_eviction_check    => [ 'opaque', 'uint32' ]                      => 'uint32' ],
     [ quorumlock_config_set_key_format        => [ 'opaque', 'uint32' ]                      => 'uint32' ],
+    [ quorumlock_config_set_lock_options      => [ 'opaque', 'opaque' ]                      => 'uint32' ],
 
     [ quorumlock_client_new        => [ 'opaque', 'opaque*', 'opaque*' ] => 'uint32' ],
     [ quorumlock_client_free       => ['opaque']                          => 'void' ],

@@ -29,14 +29,17 @@ module Quorumlock
 
       Convert.check_keys(settings, Convert::CLIENT_KEYS + Convert::LOCK_KEYS, op: op)
       @defaults = settings.select { |k, _| Convert::LOCK_KEYS.include?(k) }.freeze
-      # Check the lock defaults now, so a bad one fails here and not at the first lock.
+      # Checked now, so a bad default fails here and not at the first lock; also the engine's
+      # defaults for the calls that take no options (release and extend by value).
       opts = Convert.lock_options(@defaults, op: op)
-      Native.quorumlock_lock_options_free(opts) if opts
-
       @gate = Mutex.new
       @idle = ConditionVariable.new
       @active = 0
-      @ptr = connect(urls, settings, op)
+      begin
+        @ptr = connect(urls, settings, opts, op)
+      ensure
+        Native.quorumlock_lock_options_free(opts) if opts
+      end
     end
 
     # Number of configured nodes N (0 once closed).
@@ -210,12 +213,13 @@ module Quorumlock
 
     private
 
-    def connect(urls, settings, op)
+    def connect(urls, settings, opts, op)
       out = FFI::MemoryPointer.new(:pointer)
       Convert.set(Native.quorumlock_config_new(out), op)
       cfg = out.read_pointer
       begin
         configure(cfg, urls, settings, op)
+        Convert.set(Native.quorumlock_config_set_lock_options(cfg, opts), op) if opts
         err = FFI::MemoryPointer.new(:pointer)
         code = Native.quorumlock_client_new(cfg, out, err)
         raise ErrorConv.from_c(code, err.read_pointer, op: op) unless code.zero?

@@ -86,6 +86,7 @@ module Quorumlock
     attach_function :quorumlock_config_set_quarantine, %i[handle uint32 uint64], :result
     attach_function :quorumlock_config_set_eviction_check, %i[handle uint32], :result
     attach_function :quorumlock_config_set_key_format, %i[handle uint32], :result
+    attach_function :quorumlock_config_set_lock_options, %i[handle handle], :result
 
     # Client.
     attach_function :quorumlock_client_new, %i[handle pointer pointer], :result, blocking: true
