@@ -6,7 +6,9 @@
 GO ?= go
 GO_PREFIX = $(QL_PREFIX)
 GO_BUILD := $(abspath $(or $(CARGO_TARGET_DIR),target))/go
-GO_ENV = PKG_CONFIG_PATH=$(GO_PREFIX)/lib/pkgconfig QL_HARNESS=$(abspath $(HARNESS))
+# CGO_CPPFLAGS names the prefix so that Go's build cache, whose keys leave out what pkg-config
+# prints, never reuses a package built against another prefix.
+GO_ENV = PKG_CONFIG_PATH=$(GO_PREFIX)/lib/pkgconfig CGO_CPPFLAGS=-I$(GO_PREFIX)/include QL_HARNESS=$(abspath $(HARNESS))
 FUZZTIME ?= 10s
 
 .PHONY: test-go go-lib fuzz-go bench-go deps-go
