@@ -1,6 +1,6 @@
 # C ABI (bindings/c): header regeneration, install, and the install check.
 # The C/C++ programs under valgrind run inside `cargo test --workspace` (bindings/c/tests/c.rs).
-.PHONY: deps-c test-c header install
+.PHONY: deps-c test-c header install ql-prefix
 
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -50,6 +50,13 @@ install:
 	sed -e "s|@VERSION@|$(QL_VERSION)|" -e "s|@MAJOR@|$(QL_MAJOR)|" -e "s|@LIBS_PRIVATE@|$$libs|" \
 	    bindings/c/quorumlockConfig.cmake.in > "$$root/lib/cmake/quorumlock/quorumlockConfig.cmake"; \
 	echo "installed quorumlock $(QL_VERSION) under $$root"
+
+## ql-prefix: the debug build of libquorumlock (shared and static library, headers, pkg-config
+## file, CLI) under target/ql-prefix, shared by the language packages' tests (go, ruby, perl,
+## php, csharp). A phony prerequisite: installed once per make run, however many targets use it.
+QL_PREFIX := $(abspath $(or $(CARGO_TARGET_DIR),target))/ql-prefix
+ql-prefix:
+	@$(MAKE) --no-print-directory install PREFIX="$(QL_PREFIX)" QL_PROFILE=dev >/dev/null
 
 ## test-c: install into a temporary prefix, build the examples with pkg-config and CMake, run them.
 test-c: harness

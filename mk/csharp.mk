@@ -1,10 +1,10 @@
 # C# package (csharp/): P/Invoke over libquorumlock, built and tested under Mono (mcs, NUnit 2.6).
-# test-csharp installs the debug library into target/csharp-prefix (`make install`, as a user
-# would), compiles Quorumlock.dll, the example, the contention worker and the NUnit suite into
-# target/csharp, and runs the suite against ql-harness nodes with QUORUMLOCK_LIB pointing at
+# test-csharp uses the debug library installed once per make run into target/ql-prefix
+# (`ql-prefix` in mk/c.mk: `make install`, as a user would), compiles Quorumlock.dll, the
+# example, the contention worker and the NUnit suite into target/csharp, and runs the suite against ql-harness nodes with QUORUMLOCK_LIB pointing at
 # the prefix.
 MCS ?= mcs
-CS_PREFIX := $(abspath $(or $(CARGO_TARGET_DIR),target))/csharp-prefix
+CS_PREFIX = $(QL_PREFIX)
 CS_BUILD := $(abspath $(or $(CARGO_TARGET_DIR),target))/csharp
 CS_NUNIT := /usr/lib/cli/nunit.framework-2.6.3/nunit.framework.dll
 CS_FLAGS := -nologo -warnaserror -debug
@@ -26,9 +26,8 @@ deps-csharp:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-## csharp-lib: libquorumlock (debug) under target/csharp-prefix.
-csharp-lib:
-	@$(MAKE) --no-print-directory install PREFIX="$(CS_PREFIX)" QL_PROFILE=dev >/dev/null
+## csharp-lib: libquorumlock (debug) under target/ql-prefix.
+csharp-lib: ql-prefix
 
 ## csharp-build: Quorumlock.dll (with its XML docs), Hello.exe, the worker and the tests under target/csharp.
 csharp-build:

@@ -1,10 +1,14 @@
 # Go module (go/): cgo over libquorumlock, linked statically from a target-local install.
-# test-go installs the debug library into target/go-prefix (pkg-config finds it there), then
-# runs go vet, the race-enabled tests against ql-harness nodes (the fuzz seed corpus included)
-# and checks that a built binary needs no libquorumlock.so.
+# test-go uses the debug library installed once into target/ql-prefix (`ql-prefix` in
+# mk/c.mk; pkg-config finds it there), runs go vet, the race-enabled tests against ql-harness
+# nodes (the fuzz seed corpus included) and checks that a built binary needs no
+# libquorumlock.so.
 GO ?= go
-GO_PREFIX := $(abspath $(or $(CARGO_TARGET_DIR),target))/go-prefix
-GO_ENV = PKG_CONFIG_PATH=$(GO_PREFIX)/lib/pkgconfig QL_HARNESS=$(abspath $(HARNESS))
+GO_PREFIX = $(QL_PREFIX)
+GO_BUILD := $(abspath $(or $(CARGO_TARGET_DIR),target))/go
+# CGO_CPPFLAGS names the prefix so that Go's build cache, whose keys leave out what pkg-config
+# prints, never reuses a package built against another prefix.
+GO_ENV = PKG_CONFIG_PATH=$(GO_PREFIX)/lib/pkgconfig CGO_CPPFLAGS=-I$(GO_PREFIX)/include QL_HARNESS=$(abspath $(HARNESS))
 FUZZTIME ?= 10s
 
 .PHONY: test-go go-lib fuzz-go bench-go deps-go
@@ -15,17 +19,16 @@ deps-go:
 	@command -v $(GO) >/dev/null 2>&1 || { echo "Go 1.24 or later is needed for go/ (https://go.dev/dl)"; exit 1; }
 	@$(GO) version
 
-## go-lib: libquorumlock (debug) with headers and pkg-config file under target/go-prefix.
-go-lib:
-	@$(MAKE) --no-print-directory install PREFIX="$(GO_PREFIX)" QL_PROFILE=dev >/dev/null
+## go-lib: libquorumlock (debug) with headers and pkg-config file under target/ql-prefix.
+go-lib: ql-prefix
 
 ## test-go: go vet, go test -race against real nodes, and the static-link check.
 test-go: harness go-lib
 	cd go && gofmt -l . | (! grep .) || { echo "gofmt: files above need formatting"; exit 1; }
 	cd go && $(GO_ENV) $(GO) vet ./...
 	cd go && $(GO_ENV) $(GO) test -race -count=1 ./...
-	@cd go && $(GO_ENV) $(GO) build -o $(GO_PREFIX)/go-example ./internal/example && \
-	  if ldd $(GO_PREFIX)/go-example | grep -q libquorumlock; then \
+	@mkdir -p $(GO_BUILD) && cd go && $(GO_ENV) $(GO) build -o $(GO_BUILD)/go-example ./internal/example && \
+	  if ldd $(GO_BUILD)/go-example | grep -q libquorumlock; then \
 	    echo "go: the binary links libquorumlock.so dynamically"; exit 1; \
 	  else echo "go: static link ok (no libquorumlock.so in ldd)"; fi
 
@@ -36,5 +39,6 @@ fuzz-go: go-lib
 ## bench-go: quorumlock (release build) vs redsync v4 and a go-redis floor on 5 local nodes.
 bench-go: harness
 	@$(MAKE) --no-print-directory install PREFIX="$(GO_PREFIX)-release" QL_PROFILE=release >/dev/null
-	cd go/bench && PKG_CONFIG_PATH=$(GO_PREFIX)-release/lib/pkgconfig $(GO) build -o $(GO_PREFIX)-release/go-bench . && \
-	  $(abspath $(HARNESS)) exec --nodes 5 -- $(GO_PREFIX)-release/go-bench
+	mkdir -p $(GO_BUILD)
+	cd go/bench && PKG_CONFIG_PATH=$(GO_PREFIX)-release/lib/pkgconfig $(GO) build -o $(GO_BUILD)/go-bench . && \
+	  $(abspath $(HARNESS)) exec --nodes 5 -- $(GO_BUILD)/go-bench

@@ -1,11 +1,12 @@
 # Perl distribution Quorumlock (perl/): FFI::Platypus over libquorumlock.so from a
-# target-local install. test-perl installs the debug library into target/perl-prefix and
-# points the module at it with QUORUMLOCK_LIB, runs the Test::More suites with prove against
-# 5 ql-harness nodes, then checks the documented install path (perl Makefile.PL recording the
-# library found through pkg-config, make, make install, a fresh perl with a clean environment).
+# target-local install. test-perl uses the debug library installed once per make run into
+# target/ql-prefix (`ql-prefix` in mk/c.mk), points the module at it with QUORUMLOCK_LIB,
+# runs the Test::More suites with prove against 5 ql-harness nodes, then checks the documented
+# install path (perl Makefile.PL recording the library found through pkg-config, make, make
+# install, a fresh perl with a clean environment).
 PERL ?= perl
 PROVE ?= prove
-PERL_PREFIX := $(abspath $(or $(CARGO_TARGET_DIR),target))/perl-prefix
+PERL_PREFIX = $(QL_PREFIX)
 PERL_ENV = QUORUMLOCK_LIB=$(PERL_PREFIX)/lib QL_HARNESS=$(abspath $(HARNESS))
 
 .PHONY: test-perl perl-lib deps-perl
@@ -23,9 +24,8 @@ deps-perl:
 	fi
 	@$(PERL) -MFFI::Platypus -e 'printf "perl %vd; FFI::Platypus %s\n", $$^V, $$FFI::Platypus::VERSION'
 
-## perl-lib: libquorumlock (debug) with headers and pkg-config file under target/perl-prefix.
-perl-lib:
-	@$(MAKE) --no-print-directory install PREFIX="$(PERL_PREFIX)" QL_PROFILE=dev >/dev/null
+## perl-lib: libquorumlock (debug) with headers and pkg-config file under target/ql-prefix.
+perl-lib: ql-prefix
 
 ## test-perl: prove against real nodes, then the install check.
 test-perl: harness perl-lib

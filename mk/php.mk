@@ -1,10 +1,10 @@
-# PHP package (php/): PHP 8 FFI over libquorumlock. test-php installs the debug library into
-# target/php-prefix (`make install`, as a user would) and runs PHPUnit against ql-harness nodes
-# with QUORUMLOCK_LIB pointing there; the suite also runs the example, the bundled-library
+# PHP package (php/): PHP 8 FFI over libquorumlock. test-php uses the debug library installed
+# once per make run into target/ql-prefix (`ql-prefix` in mk/c.mk: `make install`, as a user
+# would) and runs PHPUnit against ql-harness nodes with QUORUMLOCK_LIB pointing there; the suite also runs the example, the bundled-library
 # lookup and the PHP-FPM preload recipe (under php-cgi) in fresh processes.
 PHP ?= php
 PHPUNIT ?= /usr/bin/phpunit
-PHP_PREFIX := $(abspath $(or $(CARGO_TARGET_DIR),target))/php-prefix
+PHP_PREFIX = $(QL_PREFIX)
 
 .PHONY: test-php php-lib deps-php
 TEST_TARGETS += test-php
@@ -22,9 +22,8 @@ deps-php:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-## php-lib: libquorumlock (debug) under target/php-prefix.
-php-lib:
-	@$(MAKE) --no-print-directory install PREFIX="$(PHP_PREFIX)" QL_PROFILE=dev >/dev/null
+## php-lib: libquorumlock (debug) under target/ql-prefix.
+php-lib: ql-prefix
 
 ## test-php: PHPUnit (php -d ffi.enable=1) against 3 ql-harness nodes.
 test-php: harness php-lib

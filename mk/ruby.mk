@@ -1,10 +1,10 @@
 # Ruby gem (ruby/): ruby-ffi over libquorumlock.so from a target-local install.
-# test-ruby installs the debug library into target/ruby-prefix and points the gem at it with
-# QUORUMLOCK_LIB, runs the minitest suites against 5 ql-harness nodes, then checks the
-# documented install path (gem build + gem install --local, a fresh ruby that finds the
-# library through pkg-config).
+# test-ruby uses the debug library installed once per make run into target/ql-prefix
+# (`ql-prefix` in mk/c.mk), points the gem at it with QUORUMLOCK_LIB, runs the minitest suites
+# against 5 ql-harness nodes, then checks the documented install path (gem build + gem
+# install --local, a fresh ruby that finds the library through pkg-config).
 RUBY ?= ruby
-RUBY_PREFIX := $(abspath $(or $(CARGO_TARGET_DIR),target))/ruby-prefix
+RUBY_PREFIX = $(QL_PREFIX)
 RUBY_ENV = QUORUMLOCK_LIB=$(RUBY_PREFIX)/lib QL_HARNESS=$(abspath $(HARNESS))
 
 .PHONY: test-ruby ruby-lib deps-ruby
@@ -22,9 +22,8 @@ deps-ruby:
 	fi
 	@$(RUBY) -e 'require "ffi"; puts "#{RUBY_DESCRIPTION}; ffi #{FFI::VERSION}"'
 
-## ruby-lib: libquorumlock (debug) with headers and pkg-config file under target/ruby-prefix.
-ruby-lib:
-	@$(MAKE) --no-print-directory install PREFIX="$(RUBY_PREFIX)" QL_PROFILE=dev >/dev/null
+## ruby-lib: libquorumlock (debug) with headers and pkg-config file under target/ql-prefix.
+ruby-lib: ql-prefix
 
 ## test-ruby: the minitest suites against real nodes, then the install check.
 test-ruby: harness ruby-lib

@@ -17,10 +17,11 @@ sub RETRY_DELAY() { 0.2 }
 
 my %QUARANTINE = ( on => 0, strict => 1, off => 2 );
 my %EVICTION   = ( refuse => 0, warn => 1, off => 2 );
+my %KEY_FORMAT = ( braced => 0, bare => 1 );
 
 my %CLIENT_KEYS = map { $_ => 1 } qw(
     servers retry_count retry_delay logger auto_release version_check
-    quarantine quarantine_margin max_ttl connect_timeout key_prefix require_quorum notify
+    quarantine quarantine_margin max_ttl connect_timeout key_prefix key_format require_quorum notify
     drift_factor drift_constant eviction_check
     min_validity node_timeout fenced fence_counter_ttl auto_extend auto_extend_interval
     max_extensions max_hold
@@ -116,7 +117,15 @@ sub new {
 
     my $cfg;
     _check( Quorumlock::FFI::quorumlock_config_new( \$cfg ), $op );
-    my $ok = eval { $self->_configure( $cfg, [ map { _url($_) } @$servers ], \%args ); 1 };
+    my $ok = eval {
+        $self->_configure( $cfg, [ map { _url($_) } @$servers ], \%args );
+        # The lock defaults are also the engine's, for the calls by value (their node_timeout).
+        my $opts = $self->_options( {}, $op );
+        my $code = Quorumlock::FFI::quorumlock_config_set_lock_options( $cfg, $opts );
+        Quorumlock::FFI::quorumlock_lock_options_free($opts);
+        _check( $code, $op );
+        1;
+    };
     my $failed = $@;
     if ($ok) {
         my ( $client, $err );
@@ -169,6 +178,11 @@ sub _configure {
         my $prefix = _bytes( $s->{key_prefix}, 'key_prefix', $op );
         my ( $ptr, $keep ) = Quorumlock::FFI::buffer($prefix);
         _check( Quorumlock::FFI::quorumlock_config_set_key_prefix( $cfg, $ptr, length $prefix ), $op );
+    }
+    if ( exists $s->{key_format} ) {
+        my $f = $s->{key_format};
+        _invalid( "key_format must be 'braced' or 'bare'", op => $op ) unless defined $f && !ref $f && exists $KEY_FORMAT{$f};
+        _check( Quorumlock::FFI::quorumlock_config_set_key_format( $cfg, $KEY_FORMAT{$f} ), $op );
     }
     _check( Quorumlock::FFI::quorumlock_config_set_notify( $cfg, _flag( $s->{notify}, 'notify', $op ) ), $op )
         if exists $s->{notify};
@@ -257,7 +271,6 @@ sub acquire {
         retry_count retry_delay min_validity node_timeout fenced fence_counter_ttl auto_extend
         auto_extend_interval max_extensions max_hold value );
     $lo{ttl} = $ttl;
-    my $ttl_ms = _ms( $ttl, 'ttl', $op );
     my $opts = $self->_options( \%lo, $op );
     my ( $lock, $err, $code );
     my $ok = eval {
@@ -286,7 +299,7 @@ sub acquire {
         handle   => $handle,
         resource => $resource,
         value    => Quorumlock::FFI::read_string( sub { Quorumlock::FFI::quorumlock_lock_value( $lock, @_ ) } ),
-        ttl_ms   => $ttl_ms,
+        ttl_ms   => Quorumlock::FFI::quorumlock_lock_ttl_ms($lock),
         auto     => $auto,
         tokens   => \@tokens,
         released => 0,
@@ -333,16 +346,25 @@ sub _release_rec {
 # Redis::DistLock's lock: returns the lock (a Quorumlock::Lock: {validity, resource, value})
 # or undef when it was not acquired (held by others, too little validity, node failures:
 # last_error says which; node failures also go to the logger). With $extend true, extends
-# the lock of this process whose value is $value instead (never re-creating an expired one).
+# the lock whose value is $value instead, never re-creating an expired one: a lock of this
+# process through its handle (the Quorumlock::Lock is returned), any other (another process,
+# or Redis::DistLock itself) by value (a plain {validity, resource, value} hash is returned).
 # Dies with Quorumlock::Error::Invalid for bad input.
 sub lock {
     my ( $self, $resource, $ttl, $value, $extend ) = @_;
     $self->{last_error} = undef;
     if ($extend) {
-        my $rec = defined $value && !ref $value ? $HELD{$value} : undef;
-        _invalid( "extend: no lock of this process has that value", op => 'extend' ) unless $rec;
-        my $lock = Quorumlock::Lock->_new($rec);
-        return $lock->extend($ttl) || do { $self->{last_error} = $lock->last_error; undef };
+        my $rec = _find( $resource, $value );
+        if ($rec) {
+            my $lock = Quorumlock::Lock->_new($rec);
+            return $lock->extend($ttl) || do { $self->{last_error} = $lock->last_error; undef };
+        }
+        my $validity = eval { $self->extend_value( $resource, $value, $ttl ) };
+        return { validity => $validity, resource => $resource, value => $value } if defined $validity;
+        my $e = $@;
+        die $e unless ref $e && $e->isa('Quorumlock::Error') && !$e->isa('Quorumlock::Error::Invalid') && !$e->isa('Quorumlock::Error::Internal');
+        $self->{last_error} = $e;
+        return undef;
     }
     my $lock = eval { $self->acquire( $resource, $ttl, ( defined $value ? ( value => $value ) : () ) ) };
     return $lock if $lock;
@@ -365,20 +387,78 @@ sub extend {
     return $r;
 }
 
-# Releases a lock: release($lock) or release($resource, $value) for a lock of this process.
-# Returns 1 if a quorum of nodes still held it, 0 otherwise. Dies with
-# Quorumlock::Error::Invalid for a value no lock of this process has (the C ABI cannot
-# release another process's lock by value).
+# Releases a lock: release($lock) (a Quorumlock::Lock, or any {resource, value} hash) or
+# release($resource, $value). A lock of this process is released through its handle; any
+# other (taken in another process, or by Redis::DistLock) by value: compare-and-delete on
+# every node, other owners' keys untouched. Returns 1 if a quorum of nodes still held it, 0
+# otherwise. Dies with Quorumlock::Error::Invalid for bad input (a value under 16 printable
+# ASCII characters: the engine never gives one, and cannot release one).
 sub release {
     my $self = shift;
-    my ( $resource, $value ) = @_ == 1 && ref $_[0] ? @{ $_[0] }{qw( resource value )} : @_;
+    _invalid( "release: give a lock, or a resource and a value", op => 'release' ) unless @_ == 1 || @_ == 2;
+    _invalid( "release: the lock must be a hash reference", op => 'release' ) if @_ == 1 && ref $_[0] ne 'HASH' && !blessed $_[0];
+    my ( $resource, $value ) = @_ == 1 ? @{ $_[0] }{qw( resource value )} : @_;
     my $rec;
     if ( @_ == 1 && blessed $_[0] && $_[0]->isa('Quorumlock::Lock') ) {
         $rec = $Quorumlock::Lock::STATE{ refaddr $_[0] };
     }
-    $rec ||= defined $value && !ref $value ? $HELD{$value} : undef;
-    _invalid( "release: no lock of this process has that value", op => 'release' ) unless $rec;
-    return _release_rec($rec);
+    $rec ||= _find( $resource, $value );
+    return _release_rec($rec) if $rec;
+    return $self->release_value( $resource, $value );
+}
+
+# The record of a lock of this process on $resource with $value, or undef.
+sub _find {
+    my ( $resource, $value ) = @_;
+    return undef unless defined $value && !ref $value;
+    my $rec = $HELD{$value};
+    return $rec && defined $resource && !ref $resource && $rec->{resource} eq $resource ? $rec : undef;
+}
+
+# Releases the keys of $resource that hold $value on every node, whoever took them. Returns
+# 1 if a quorum of nodes still held the value, 0 otherwise; dies typed for bad input.
+sub release_value {
+    my ( $self, $resource, $value ) = @_;
+    my $held = 0;
+    $self->_by_value( 'release', $resource, $value, sub {
+        my ( $c, $ptrs, $lens, $n, $vptr, $vlen, $err ) = @_;
+        return Quorumlock::FFI::quorumlock_client_release_value( $c, $ptrs, $lens, $n, $vptr, $vlen, \$held, $err );
+    } );
+    return $held ? 1 : 0;
+}
+
+# Extends the keys of $resource that hold $value to $ttl seconds from now on a quorum of
+# nodes; keys that are gone are never re-created. Returns the validity left (seconds). Dies
+# with Quorumlock::Error::Lost (gone or taken), ::Quorum / ::Validity (transient) or ::Invalid.
+sub extend_value {
+    my ( $self, $resource, $value, $ttl ) = @_;
+    my $ms   = _ms( $ttl, 'ttl', 'extend' );
+    my $left = 0;
+    $self->_by_value( 'extend', $resource, $value, sub {
+        my ( $c, $ptrs, $lens, $n, $vptr, $vlen, $err ) = @_;
+        return Quorumlock::FFI::quorumlock_client_extend_value( $c, $ptrs, $lens, $n, $vptr, $vlen, $ms, \$left, $err );
+    } );
+    return $left / 1000;
+}
+
+# Converts a resource (a name, or an array reference of names) and a value, calls $call
+# with the C arguments and dies typed on failure.
+sub _by_value {
+    my ( $self, $op, $resource, $value, $call ) = @_;
+    my @names = ref $resource eq 'ARRAY' ? @$resource : ($resource);
+    _invalid( "no resources", op => $op ) unless @names;
+    my @bytes = map { _bytes( $_, 'the resource name', $op ) } @names;
+    my $v     = _bytes( $value, 'the value', $op );
+    my $label = join ',', map {"$_"} @names;
+    my @bufs  = map { [ Quorumlock::FFI::buffer($_) ] } @bytes;
+    my ( $vptr, $vkeep ) = Quorumlock::FFI::buffer($v);
+    my $err;
+    my $code = $call->(
+        $self->_client($op), [ map { $_->[0] } @bufs ], [ map { length } @bytes ], scalar(@bytes),
+        $vptr, length $v, \$err
+    );
+    die Quorumlock::Error->from_c( $code, $err, op => $op, resource => $label ) if $code != 0;
+    return;
 }
 
 sub node_count {

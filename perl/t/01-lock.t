@@ -57,7 +57,7 @@ subtest 'extend lengthens and never re-creates' => sub {
     my $lock = $rd->lock( $name, 1 );
     ok( $rd->extend( $lock, 20 ), 'extend' );
     ok( $lock->{validity} > 15, "validity updated ($lock->{validity})" );
-    ok( !( grep { $_ < 15000 } @{ on_all( 'PTTL', key($name) ) } ), 'keys lengthened' );
+    on_quorum( on_all( 'PTTL', key($name) ), sub { $_ >= 15000 }, 'keys lengthened' );
     ok( $rd->lock( $name, 30, $lock->{value}, 1 ), 'Redis::DistLock form: lock($name, $ttl, $value, 1)' );
 
     on_all( 'DEL', key($name) );
@@ -103,7 +103,7 @@ subtest 'losses are seen by polling' => sub {
     is( $lock->lost_reason, 'taken', 'reason taken' );
     my $e = $lock->lost_error;
     isa_ok( $e, 'Quorumlock::Error::Lost' );
-    is( scalar @{ $e->nodes }, 5, 'with the node report' );
+    like( $e->message, qr/another owner/, 'its message' );
     is( $lock->release, 0, 'release of a lost lock' );
     is_deeply( on_all( 'GET', key($name) ), [ ('someone-else-value') x 5 ], 'another owner\'s key is untouched' );
 

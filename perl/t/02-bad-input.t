@@ -56,8 +56,16 @@ subtest 'bad TTLs and options' => sub {
         is_invalid( sub { $rd->acquire( $name, 1, @{ $opts{$what} } ) }, $what );
     }
     is_invalid( sub { $rd->lock( $name, 1, 'short' ) }, 'DistLock value too short' );
-    is_invalid( sub { $rd->lock( $name, 1, 'f' x 40, 1 ) }, 'extend of an unknown value' );
-    is_invalid( sub { $rd->release( $name, 'f' x 40 ) }, 'release of an unknown value' );
+    is( $rd->lock( $name, 1, 'f' x 40, 1 ), undef, 'extend of a value nobody holds: by value, nothing there' );
+    isa_ok( $rd->last_error, 'Quorumlock::Error::Lost', 'its error' );
+    is( $rd->release( $name, 'f' x 40 ), 0, 'release of a value nobody holds: by value, nothing there' );
+    is_invalid( sub { $rd->release( $name, 'short' ) }, 'release of a value the engine never gives' );
+    is_invalid( sub { $rd->lock( $name, 1, 'short', 1 ) }, 'extend of a value the engine never gives' );
+    is_invalid( sub { $rd->lock( $name, 0, 'f' x 40, 1 ) }, 'extend by value with a zero ttl' );
+    is_invalid( sub { $rd->release( $name, undef ) }, 'release with an undefined value' );
+    is_invalid( sub { $rd->release('name') }, 'release of a plain string' );
+    is_invalid( sub { $rd->release_value( [], 'f' x 40 ) }, 'release_value without resources' );
+    is_invalid( sub { $rd->extend_value( $name, 'f' x 40 ) }, 'extend_value without a ttl' );
     is_invalid( sub { $rd->release(undef) }, 'release undef' );
     is_invalid( sub { $rd->extend( {}, 1 ) }, 'extend a plain hash' );
     is_deeply( on_all( 'EXISTS', key($name) ), [ (0) x 5 ], 'nothing was sent' );

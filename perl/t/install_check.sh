@@ -22,7 +22,7 @@ env -i PATH="$PATH" HOME="$tmp" PERL5LIB="$tmp/perl5/lib/perl5" QL_NODES="$QL_NO
     my $prefix = shift;
     die "loaded " . Quorumlock->library_path . "\n" unless index( Quorumlock->library_path, $prefix ) == 0;
     die "not the installed module\n" unless $INC{"Quorumlock.pm"} =~ m{/perl5/lib/perl5/};
-    my $rd = Quorumlock->new( servers => [ split /,/, $ENV{QL_NODES} ], quarantine => "off" );
+    my $rd = Quorumlock->new( servers => [ split /,/, $ENV{QL_NODES} ], quarantine => "off", node_timeout => 1 );
     my $lock = $rd->lock( "pl:install-check", 5 ) or die "not acquired: " . $rd->last_error . "\n";
     die "a second holder\n" if $rd->lock( "pl:install-check", 5 );
     $rd->release($lock) == 1 or die "not released\n";

@@ -23,7 +23,7 @@ final class Client
     /** Client settings (constructor); any lock option below is also accepted there as a default. */
     public const SETTINGS = [
         'quarantine', 'quarantineMarginMs', 'maxTtlMs', 'evictionCheck', 'notify', 'keyPrefix',
-        'requireQuorum', 'connectTimeoutMs', 'driftFactor', 'driftConstantMs',
+        'keyFormat', 'requireQuorum', 'connectTimeoutMs', 'driftFactor', 'driftConstantMs',
     ];
 
     /** Lock options (lock(), acquire() and client defaults). */
@@ -35,6 +35,8 @@ final class Client
 
     private const QUARANTINE = ['on' => 0, 'strict' => 1, 'off' => 2];
     private const EVICTION = ['refuse' => 0, 'warn' => 1, 'off' => 2];
+    /** 'braced' (default): keys are <keyPrefix>{<resource>}; 'bare': <keyPrefix><resource>. */
+    private const KEY_FORMAT = ['braced' => 0, 'bare' => 1];
     private const UINT32_MAX = 4294967295;
 
     private ?CData $ptr;
@@ -87,6 +89,16 @@ final class Client
                 }
             }
             $this->configure($cfg, $settings);
+            // The lock defaults are also the engine's, for the calls by value (their nodeTimeoutMs).
+            $opts = self::options(null, $this->defaults, 'connect', null);
+            try {
+                $r = $ffi->quorumlock_config_set_lock_options($cfg, $opts);
+            } finally {
+                $ffi->quorumlock_lock_options_free($opts);
+            }
+            if ($r !== 0) {
+                throw Library::error($r, null, 'connect');
+            }
             $client = $ffi->new('quorumlock_client*');
             $err = $ffi->new('quorumlock_error*');
             $r = $ffi->quorumlock_client_new($cfg, FFI::addr($client), FFI::addr($err));
@@ -160,6 +172,93 @@ final class Client
         return $this->lastError;
     }
 
+    /**
+     * Releases the keys of $resource (or of each resource of a list) that hold $value on every
+     * node, whoever took them: another process, or the library this one replaces
+     * (compare-and-delete; other owners' keys are never touched). Returns whether a quorum of
+     * nodes still held the value. InvalidArgumentException for a value the engine never gives
+     * (fewer than 16 printable ASCII characters).
+     *
+     * @param string|list<string> $resource
+     */
+    public function releaseValue(mixed $resource, mixed $value): bool
+    {
+        $ffi = Library::ffi();
+        $held = $ffi->new('bool');
+        $this->byValue('release', $resource, $value, fn (CData $c, CData $ptrs, CData $lens, int $n, string $v, CData $err): int =>
+            $ffi->quorumlock_client_release_value($c, $ptrs, $lens, $n, $v, strlen($v), FFI::addr($held), FFI::addr($err)));
+        return (bool) $held->cdata;
+    }
+
+    /**
+     * Extends the keys of $resource that hold $value to $ttlMs from now on a quorum of nodes.
+     * Keys that are gone are never re-created: LockLostException. Returns the validity left
+     * (ms); QuorumNotReachedException / ValidityTooShortException when transient.
+     *
+     * @param string|list<string> $resource
+     */
+    public function extendValue(mixed $resource, mixed $value, mixed $ttlMs): int
+    {
+        $ttl = self::uint($ttlMs, 'ttlMs', 'extend', is_string($resource) ? $resource : null);
+        $ffi = Library::ffi();
+        $left = $ffi->new('uint64_t');
+        $this->byValue('extend', $resource, $value, fn (CData $c, CData $ptrs, CData $lens, int $n, string $v, CData $err): int =>
+            $ffi->quorumlock_client_extend_value($c, $ptrs, $lens, $n, $v, strlen($v), $ttl, FFI::addr($left), FFI::addr($err)));
+        return (int) $left->cdata;
+    }
+
+    /**
+     * Converts the arguments of a by-value call and runs it; throws the typed error.
+     *
+     * @param callable(CData, CData, CData, int, string, CData): int $call
+     */
+    private function byValue(string $op, mixed $resource, mixed $value, callable $call): void
+    {
+        $label = is_string($resource) ? $resource : null;
+        $list = is_string($resource) ? [$resource] : $resource;
+        if (!is_array($list) || !array_is_list($list) || $list === []) {
+            throw QuorumlockException::invalid($op, 'the resource must be a string or a non-empty list of strings, got ' . get_debug_type($resource));
+        }
+        if (!is_string($value)) {
+            throw QuorumlockException::invalid($op, 'the value must be a string, got ' . get_debug_type($value));
+        }
+        $client = $this->live($op, $label);
+        $ffi = Library::ffi();
+        [$ptrs, $lens, $keep] = self::byteList($list, $op);
+        $err = $ffi->new('quorumlock_error*');
+        $r = $call($client, $ptrs, $lens, count($list), $value, $err); // $keep holds the names until here
+        if ($r !== 0) {
+            throw Library::error($r, $err, $op, $label);
+        }
+    }
+
+    /**
+     * C arrays of pointers and lengths for a list of names, and the buffers to keep alive.
+     *
+     * @param list<mixed> $list
+     * @return array{0: CData, 1: CData, 2: list<CData>}
+     */
+    private static function byteList(array $list, string $op): array
+    {
+        $ffi = Library::ffi();
+        $n = count($list);
+        $ptrs = $ffi->new("const char*[$n]");
+        $lens = $ffi->new("size_t[$n]");
+        $keep = [];
+        foreach ($list as $i => $r) {
+            if (!is_string($r)) {
+                throw QuorumlockException::invalid($op, "resource $i must be a string, got " . get_debug_type($r));
+            }
+            $len = strlen($r);
+            $buf = $ffi->new('char[' . max($len, 1) . ']');
+            FFI::memcpy($buf, $r, $len);
+            $keep[] = $buf;
+            $ptrs[$i] = $ffi->cast('const char*', FFI::addr($buf[0]));
+            $lens[$i] = $len;
+        }
+        return [$ptrs, $lens, $keep];
+    }
+
     /** A snapshot of the client's counters in the Prometheus text format (no I/O). */
     public function metricsPrometheus(): string
     {
@@ -223,19 +322,8 @@ final class Client
         $err = $ffi->new('quorumlock_error*');
         try {
             if (count($list) > 1 || !is_string($resource)) {
-                $n = count($list);
-                $ptrs = $ffi->new("const char*[$n]");
-                $lens = $ffi->new("size_t[$n]");
-                $keep = [];
-                foreach ($list as $i => $r) {
-                    $len = strlen($r);
-                    $buf = $ffi->new('char[' . max($len, 1) . ']');
-                    FFI::memcpy($buf, $r, $len);
-                    $keep[] = $buf;
-                    $ptrs[$i] = $ffi->cast('const char*', FFI::addr($buf[0]));
-                    $lens[$i] = $len;
-                }
-                $r = $ffi->quorumlock_client_acquire_multi($client, $ptrs, $lens, $n, $opts, null, FFI::addr($out), FFI::addr($err));
+                [$ptrs, $lens, $keep] = self::byteList($list, $op);
+                $r = $ffi->quorumlock_client_acquire_multi($client, $ptrs, $lens, count($list), $opts, null, FFI::addr($out), FFI::addr($err));
             } elseif (array_key_exists('waitMs', $o)) {
                 $wait = self::uint($o['waitMs'], 'waitMs', $op, $label);
                 $r = $ffi->quorumlock_client_acquire_timeout($client, $resource, strlen($resource), $opts, $wait, null, FFI::addr($out), FFI::addr($err));
@@ -248,7 +336,7 @@ final class Client
         if ($r !== 0) {
             throw Library::error($r, $err, $op, $label);
         }
-        return new Lock($out, is_string($resource) ? $resource : $list, $ttl);
+        return new Lock($out, is_string($resource) ? $resource : $list);
     }
 
     /** The live C client, or QL_INVALID for a closed one or one made in another process. */
@@ -296,6 +384,13 @@ final class Client
         }
         if (array_key_exists('requireQuorum', $s)) {
             $check($ffi->quorumlock_config_set_require_quorum($cfg, self::bool($s['requireQuorum'], 'requireQuorum', $op)));
+        }
+        if (array_key_exists('keyFormat', $s)) {
+            $f = $s['keyFormat'];
+            if (!is_string($f) || !isset(self::KEY_FORMAT[$f])) {
+                throw QuorumlockException::invalid($op, "keyFormat must be 'braced' or 'bare', got " . self::show($f));
+            }
+            $check($ffi->quorumlock_config_set_key_format($cfg, self::KEY_FORMAT[$f]));
         }
         if (array_key_exists('keyPrefix', $s)) {
             $p = $s['keyPrefix'];
@@ -345,7 +440,7 @@ final class Client
     }
 
     /** @param array<string, mixed> $o */
-    private static function options(int $ttl, array $o, string $op, ?string $resource): CData
+    private static function options(?int $ttl, array $o, string $op, ?string $resource): CData
     {
         $ffi = Library::ffi();
         $opts = $ffi->new('quorumlock_lock_options*');
@@ -354,7 +449,7 @@ final class Client
             throw Library::error($r, null, $op, $resource);
         }
         try {
-            $rc = [$ffi->quorumlock_lock_options_set_ttl_ms($opts, $ttl)];
+            $rc = $ttl === null ? [] : [$ffi->quorumlock_lock_options_set_ttl_ms($opts, $ttl)];
             if (isset($o['retryCount'])) {
                 $rc[] = $ffi->quorumlock_lock_options_set_retry_count($opts, $o['retryCount']);
             }

@@ -19,14 +19,16 @@ final class Lock
 {
     private ?CData $ptr;
     private bool $released = false;
+    private readonly int $ttlMs;
 
     /**
      * @internal made by Client::lock() / acquire()
      * @param string|list<string> $resource
      */
-    public function __construct(CData $ptr, private readonly string|array $resource, private readonly int $ttlMs)
+    public function __construct(CData $ptr, private readonly string|array $resource)
     {
         $this->ptr = $ptr;
+        $this->ttlMs = (int) Library::ffi()->quorumlock_lock_ttl_ms($ptr);
     }
 
     public function __destruct()
@@ -43,7 +45,7 @@ final class Lock
         return $this->resource;
     }
 
-    /** The TTL it was acquired with, in milliseconds. */
+    /** The TTL it was acquired with, in milliseconds (as the engine has it). */
     public function ttlMs(): int
     {
         return $this->ttlMs;
@@ -69,10 +71,23 @@ final class Lock
         return !$this->released && $this->remaining() > 0;
     }
 
-    /** Whether it was lost: its validity ran out (or it was taken) before release(). */
+    /** Whether it was lost: its validity ran out, or it was taken or capped, before release(). */
     public function isLost(): bool
     {
-        return !$this->released && $this->remaining() === 0;
+        return $this->lostReason() !== QuorumlockException::LOST_NONE;
+    }
+
+    /**
+     * Why it was lost, as the engine has it (read without sending anything):
+     * QuorumlockException::LOST_EXPIRED, LOST_TAKEN or LOST_EXTENSION_LIMIT; LOST_NONE while
+     * it is held and after release().
+     */
+    public function lostReason(): int
+    {
+        if ($this->released || $this->ptr === null) {
+            return QuorumlockException::LOST_NONE;
+        }
+        return (int) Library::ffi()->quorumlock_lock_lost_reason($this->ptr);
     }
 
     /** Whether release() was called. */

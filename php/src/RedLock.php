@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace Quorumlock;
 
 use Quorumlock\Exception\LockBusyException;
+use Quorumlock\Exception\LockLostException;
 use Quorumlock\Exception\QuorumlockException;
 use Quorumlock\Exception\QuorumNotReachedException;
 use Quorumlock\Exception\ValidityTooShortException;
@@ -19,8 +20,10 @@ use Quorumlock\Exception\ValidityTooShortException;
  *
  * Servers are [host, port, timeout seconds] arrays as in redlock-php, redis:// URL strings,
  * or phpredis-like objects (getHost(), getPort(), getDbNum()). $settings are
- * Quorumlock\Client settings; the defaults are redlock-php's: no restart quarantine and no
- * TTL cap below 2^53 - 1 ms, no minimum validity beyond "more than 0 ms".
+ * Quorumlock\Client settings; the defaults are redlock-php's: keys are the bare resource
+ * names (so redlock-php and quorumlock processes exclude each other during a migration), no
+ * restart quarantine and no TTL cap below 2^53 - 1 ms, no minimum validity beyond
+ * "more than 0 ms". Lock arrays from any process can be unlocked (and extended) by value.
  */
 class RedLock
 {
@@ -29,6 +32,7 @@ class RedLock
         'quarantine' => 'off',
         'maxTtlMs' => 9007199254740991,
         'keyPrefix' => '',
+        'keyFormat' => 'bare',
         'minValidityMs' => 0,
     ];
 
@@ -110,9 +114,11 @@ class RedLock
     }
 
     /**
-     * Releases a lock returned by lock() (in this process). Returns whether a quorum of nodes
-     * still held it; false for a lock already released, expired, or not taken in this process
-     * (the C ABI has no release by value).
+     * Releases a lock array returned by lock(), in this process or in any other (by value:
+     * compare-and-delete on every node, other owners' keys untouched). Returns whether a
+     * quorum of nodes still held it; false for a lock already released or expired.
+     * InvalidArgumentException for a token the engine never gives (fewer than 16 printable
+     * ASCII characters, such as redlock-php's 13-character uniqid() tokens).
      *
      * @param array{resource: string, token: string}|false $lock
      */
@@ -121,20 +127,48 @@ class RedLock
         if ($lock === false) {
             return false;
         }
-        if (!is_array($lock) || !is_string($lock['token'] ?? null) || !is_string($lock['resource'] ?? null)) {
-            throw QuorumlockException::invalid('release', "the lock must be an array returned by lock() with 'resource' and 'token'");
+        [$resource, $token] = self::parts($lock, 'release');
+        $native = self::$held[$token] ?? null;
+        if ($native !== null && $native->resource() === $resource) {
+            unset(self::$held[$token]);
+            try {
+                return $native->release();
+            } catch (QuorumlockException $e) {
+                $this->lastError = $e;
+                return false;
+            }
         }
-        $native = self::$held[$lock['token']] ?? null;
-        if ($native === null || $native->resource() !== $lock['resource']) {
-            return false;
-        }
-        unset(self::$held[$lock['token']]);
+        return $this->client->releaseValue($resource, $token);
+    }
+
+    /**
+     * Extends a lock array (from this process or any other) to $ttl ms from now on a quorum of
+     * nodes. Returns the lock array with the new validity, or false when the lock is gone
+     * (never re-created: expired, released or taken) or the nodes failed; getLastError() says why.
+     *
+     * @param array{resource: string, token: string} $lock
+     * @return array{validity: int, resource: string, token: string}|false
+     */
+    public function extend(mixed $lock, mixed $ttl): array|false
+    {
+        $this->lastError = null;
+        [$resource, $token] = self::parts($lock, 'extend');
         try {
-            return $native->release();
-        } catch (QuorumlockException $e) {
+            $validity = $this->client->extendValue($resource, $token, $ttl);
+        } catch (LockLostException | QuorumNotReachedException | ValidityTooShortException $e) {
             $this->lastError = $e;
             return false;
         }
+        return ['validity' => $validity, 'resource' => $resource, 'token' => $token];
+    }
+
+    /** @return array{0: string, 1: string} the resource and token of a lock array */
+    private static function parts(mixed $lock, string $op): array
+    {
+        if (!is_array($lock) || !is_string($lock['token'] ?? null) || !is_string($lock['resource'] ?? null)) {
+            throw QuorumlockException::invalid($op, "the lock must be an array returned by lock() with 'resource' and 'token'");
+        }
+        return [$lock['resource'], $lock['token']];
     }
 
     /** Why the last lock() returned false (or the last unlock() failed), with per-node detail. */

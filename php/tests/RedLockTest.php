@@ -23,7 +23,7 @@ final class RedLockTest extends TestCase
 
     public function testLockLikeRedlockPhp(): void
     {
-        $redLock = new RedLock(self::servers());
+        $redLock = new RedLock(self::servers(), 200, 3, Support::REDLOCK_SETTINGS);
         $resource = Support::name('my_test_resource');
         $lockA = $redLock->lock($resource, 500);
         $this->assertIsArray($lockA);
@@ -46,7 +46,7 @@ final class RedLockTest extends TestCase
 
         $lockC = $redLock->lock($resource, 5000);
         $this->assertIsArray($lockC);
-        $this->assertTrue((new RedLock(self::servers()))->unlock($lockC), 'another RedLock of this process can unlock');
+        $this->assertTrue((new RedLock(self::servers(), 200, 3, Support::REDLOCK_SETTINGS))->unlock($lockC), 'another RedLock of this process can unlock');
     }
 
     public function testUrlsAndPhpredisLikeObjects(): void
@@ -71,8 +71,8 @@ final class RedLockTest extends TestCase
                 return 0;
             }
         }, self::servers());
-        $byObject = new RedLock($objects, 50, 1);
-        $byUrl = new RedLock(Support::nodes(), 50, 1);
+        $byObject = new RedLock($objects, 50, 1, Support::REDLOCK_SETTINGS);
+        $byUrl = new RedLock(Support::nodes(), 50, 1, Support::REDLOCK_SETTINGS);
         $resource = Support::name('objects');
         $lock = $byObject->lock($resource, 2000);
         $this->assertIsArray($lock);
@@ -82,10 +82,10 @@ final class RedLockTest extends TestCase
 
     public function testRetriesLikeRedlockPhp(): void
     {
-        $holder = new RedLock(Support::nodes());
+        $holder = new RedLock(Support::nodes(), 200, 3, Support::REDLOCK_SETTINGS);
         $resource = Support::name('retries');
         $held = $holder->lock($resource, 5000);
-        $waiter = new RedLock(Support::nodes(), 100, 3); // 3 attempts, 50..100 ms apart
+        $waiter = new RedLock(Support::nodes(), 100, 3, Support::REDLOCK_SETTINGS); // 3 attempts, 50..100 ms apart
         $t = hrtime(true);
         $this->assertFalse($waiter->lock($resource, 5000));
         $ms = (hrtime(true) - $t) / 1e6;

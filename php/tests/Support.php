@@ -12,6 +12,9 @@ final class Support
     /** Node timeout for a loaded 2-core machine (docs/TESTING.md §2.2). */
     public const NODE_TIMEOUT_MS = 250;
 
+    /** Client settings for a RedLock on the test nodes (its default node timeout is TTL / 200). */
+    public const REDLOCK_SETTINGS = ['nodeTimeoutMs' => self::NODE_TIMEOUT_MS];
+
     /** @return list<string> */
     public static function nodes(): array
     {
@@ -60,6 +63,73 @@ final class Support
         fclose($pipes[1]);
         fclose($pipes[2]);
         return [proc_close($p), (string) $out, (string) $err];
+    }
+
+    /** Sends one command to node $i (RESP over a socket) and returns the reply. */
+    public static function redis(int $i, string ...$args): mixed
+    {
+        $addr = (string) preg_replace('~^redis://~', 'tcp://', self::nodes()[$i]);
+        $s = stream_socket_client($addr, $errno, $errstr, 5.0);
+        if ($s === false) {
+            throw new \RuntimeException("node $i: $errstr");
+        }
+        $cmd = '*' . count($args) . "\r\n";
+        foreach ($args as $a) {
+            $cmd .= '$' . strlen($a) . "\r\n" . $a . "\r\n";
+        }
+        fwrite($s, $cmd);
+        $reply = self::reply($s);
+        fclose($s);
+        return $reply;
+    }
+
+    /** @return list<mixed> the reply of every node */
+    public static function onAll(string ...$args): array
+    {
+        return array_map(fn (int $i) => self::redis($i, ...$args), array_keys(self::nodes()));
+    }
+
+    /** @param resource $s */
+    private static function reply($s): mixed
+    {
+        $line = rtrim((string) fgets($s), "\r\n");
+        $rest = substr($line, 1);
+        switch ($line[0] ?? '') {
+            case '+':
+                return $rest;
+            case ':':
+                return (int) $rest;
+            case '$':
+                if ((int) $rest < 0) {
+                    return null;
+                }
+                $data = '';
+                while (strlen($data) < (int) $rest + 2) {
+                    $data .= (string) fread($s, (int) $rest + 2 - strlen($data));
+                }
+                return substr($data, 0, (int) $rest);
+            case '*':
+                $out = [];
+                for ($i = 0; $i < (int) $rest; $i++) {
+                    $out[] = self::reply($s);
+                }
+                return $out;
+            default:
+                throw new \RuntimeException("redis: $line");
+        }
+    }
+
+    /** Waits up to $seconds for $cond to be true. */
+    public static function eventually(callable $cond, float $seconds = 5.0): bool
+    {
+        $end = microtime(true) + $seconds;
+        while (!$cond()) {
+            if (microtime(true) > $end) {
+                return false;
+            }
+            usleep(10_000);
+        }
+        return true;
     }
 
     /** The library the tests use (QUORUMLOCK_LIB, set by make test-php). */

@@ -17,7 +17,7 @@ env -i PATH="$PATH" HOME="$tmp" GEM_HOME="$tmp/gems" PKG_CONFIG_PATH="$prefix/li
     require "quorumlock"
     abort "loaded #{Quorumlock.library_path}" unless Quorumlock.library_path.start_with?(ARGV[0])
     abort "not the installed gem" unless $LOADED_FEATURES.any? { |f| f.include?("/gems/quorumlock-") }
-    c = Quorumlock::Client.new(ENV["QL_NODES"].split(","), quarantine: :off, require_quorum: true)
+    c = Quorumlock::Client.new(ENV["QL_NODES"].split(","), quarantine: :off, require_quorum: true, node_timeout: 1000)
     lock = c.lock("rb:install-check", 5000) or abort "not acquired"
     abort "a second holder" if c.lock("rb:install-check", 5000, try: true)
     abort "not released" unless lock.unlock

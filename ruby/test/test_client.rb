@@ -140,7 +140,7 @@ class TestClient < Minitest::Test
     assert_kind_of Quorumlock::LockLost, err
     assert_equal :taken, err.lost_reason
     assert_equal "QL_LOST", err.code
-    assert_equal 5, err.nodes.size
+    assert_match(/another owner/, err.message)
     assert lk.lost?
     sleep 0.2
     assert_equal 0, events.size, "the callback runs once"
@@ -248,7 +248,7 @@ class TestClient < Minitest::Test
     lk = c.lock(name, 5000)
     assert_equal true, c.unlock(lk.to_h)
     assert lk.released?
-    assert_invalid("foreign lock info") { c.unlock({ resource: name, value: "f" * 40 }) }
+    assert_equal false, c.unlock({ resource: name, value: "f" * 40 }), "a foreign lock info goes by value"
     assert_invalid("a string") { c.unlock("nope") }
   end
 

@@ -170,10 +170,14 @@ namespace Quorumlock
         [DllImport(Lib)] internal static extern uint quorumlock_config_set_notify(ConfigHandle cfg, [MarshalAs(UnmanagedType.I1)] bool on);
         [DllImport(Lib)] internal static extern uint quorumlock_config_set_quarantine(ConfigHandle cfg, uint mode, ulong marginMs);
         [DllImport(Lib)] internal static extern uint quorumlock_config_set_eviction_check(ConfigHandle cfg, uint mode);
+        [DllImport(Lib)] internal static extern uint quorumlock_config_set_key_format(ConfigHandle cfg, uint format);
+        [DllImport(Lib)] internal static extern uint quorumlock_config_set_lock_options(ConfigHandle cfg, OptionsHandle opts);
 
         [DllImport(Lib)] internal static extern uint quorumlock_client_new(ConfigHandle cfg, out ClientHandle client, out IntPtr err);
         [DllImport(Lib)] internal static extern void quorumlock_client_free(IntPtr client);
         [DllImport(Lib)] internal static extern UIntPtr quorumlock_client_node_count(ClientHandle client);
+        [DllImport(Lib)] internal static extern uint quorumlock_client_release_value(ClientHandle client, IntPtr[] resources, UIntPtr[] lens, UIntPtr count, byte[] value, UIntPtr valueLen, [MarshalAs(UnmanagedType.I1)] out bool held, out IntPtr err);
+        [DllImport(Lib)] internal static extern uint quorumlock_client_extend_value(ClientHandle client, IntPtr[] resources, UIntPtr[] lens, UIntPtr count, byte[] value, UIntPtr valueLen, ulong ttlMs, out ulong validityMs, out IntPtr err);
 
         [DllImport(Lib)] internal static extern void quorumlock_error_free(IntPtr err);
         [DllImport(Lib)] internal static extern uint quorumlock_error_code(IntPtr err);
@@ -208,6 +212,8 @@ namespace Quorumlock
         [DllImport(Lib)] internal static extern uint quorumlock_lock_release(LockHandle lk, [MarshalAs(UnmanagedType.I1)] out bool held, out IntPtr err);
         [DllImport(Lib)] internal static extern uint quorumlock_lock_set_auto_extend(LockHandle lk, [MarshalAs(UnmanagedType.I1)] bool on, out IntPtr err);
         [DllImport(Lib)] internal static extern ulong quorumlock_lock_remaining_ms(LockHandle lk);
+        [DllImport(Lib)] internal static extern ulong quorumlock_lock_ttl_ms(LockHandle lk);
+        [DllImport(Lib)] internal static extern uint quorumlock_lock_lost_reason(LockHandle lk);
         [DllImport(Lib)] internal static extern uint quorumlock_lock_value(LockHandle lk, byte[] buf, UIntPtr len, out UIntPtr n);
         [DllImport(Lib)] internal static extern uint quorumlock_lock_token(LockHandle lk, out ulong token);
         [DllImport(Lib)] internal static extern void quorumlock_lock_free(IntPtr lk);

@@ -126,12 +126,109 @@ namespace Quorumlock
         /// <summary>Frees the client. Locks taken through it stay usable; disposing twice does nothing.</summary>
         public void Dispose() => handle.Dispose();
 
+        /// <summary>
+        /// Releases the keys of <paramref name="resource"/> that hold <paramref name="value"/> on
+        /// every node, whoever took them (another process, or the library this one replaces);
+        /// other owners' keys are never touched. Blocks one round trip. Returns whether a quorum
+        /// of nodes still held the value.
+        /// </summary>
+        /// <exception cref="QuorumlockException">Invalid for a value the engine never gives (under 16 printable ASCII characters) or bad input.</exception>
+        public bool ReleaseValue(string resource, string value) => ReleaseValue(new[] { resource }, value);
+
+        /// <summary>As <see cref="ReleaseValue(string, string)"/> for the resources of a multi-resource lock.</summary>
+        public bool ReleaseValue(IList<string> resources, string value)
+        {
+            bool held = false;
+            ByValue("release", resources, value, (ClientHandle c, IntPtr[] ptrs, UIntPtr[] lens, UIntPtr n, byte[] v, out IntPtr err) =>
+                Native.quorumlock_client_release_value(c, ptrs, lens, n, v, (UIntPtr)v.Length, out held, out err));
+            return held;
+        }
+
+        /// <summary>
+        /// Extends the keys of <paramref name="resource"/> that hold <paramref name="value"/> to
+        /// <paramref name="ttl"/> from now on a quorum of nodes; keys that are gone are never
+        /// re-created. Blocks one round trip. Returns the validity left.
+        /// </summary>
+        /// <exception cref="QuorumlockException">Lost (gone or taken), Quorum or Validity (transient), Invalid.</exception>
+        public TimeSpan ExtendValue(string resource, string value, TimeSpan ttl) => ExtendValue(new[] { resource }, value, ttl);
+
+        /// <summary>As <see cref="ExtendValue(string, string, TimeSpan)"/> for the resources of a multi-resource lock.</summary>
+        public TimeSpan ExtendValue(IList<string> resources, string value, TimeSpan ttl)
+        {
+            var ms = Ms(ttl, "ttl", "extend");
+            ulong left = 0;
+            ByValue("extend", resources, value, (ClientHandle c, IntPtr[] ptrs, UIntPtr[] lens, UIntPtr n, byte[] v, out IntPtr err) =>
+                Native.quorumlock_client_extend_value(c, ptrs, lens, n, v, (UIntPtr)v.Length, ms, out left, out err));
+            return TimeSpan.FromMilliseconds(left);
+        }
+
+        private delegate uint ByValueCall(ClientHandle client, IntPtr[] resources, UIntPtr[] lens, UIntPtr count, byte[] value, out IntPtr err);
+
+        /// <summary>Pins the UTF-8 names for the call and throws its typed error.</summary>
+        private void ByValue(string op, IList<string> resources, string value, ByValueCall call)
+        {
+            if (resources == null || resources.Count == 0)
+            {
+                throw QuorumlockException.Invalid(op, "no resources");
+            }
+            if (value == null)
+            {
+                throw QuorumlockException.Invalid(op, "the value must not be null");
+            }
+            var label = resources.Count == 1 ? resources[0] : string.Join(",", resources);
+            var names = new byte[resources.Count][];
+            for (var i = 0; i < names.Length; i++)
+            {
+                if (resources[i] == null)
+                {
+                    throw QuorumlockException.Invalid(op, "resource " + i + " is null");
+                }
+                names[i] = Utf8(resources[i], "resource " + i, op);
+            }
+            var v = Utf8(value, "the value", op);
+            var client = Live(op, label);
+            var pins = new GCHandle[names.Length];
+            var ptrs = new IntPtr[names.Length];
+            var lens = new UIntPtr[names.Length];
+            uint r;
+            IntPtr err;
+            try
+            {
+                for (var i = 0; i < names.Length; i++)
+                {
+                    // A zero-length array has no address to pin: give it one byte (length 0).
+                    pins[i] = GCHandle.Alloc(names[i].Length == 0 ? new byte[1] : names[i], GCHandleType.Pinned);
+                    ptrs[i] = pins[i].AddrOfPinnedObject();
+                    lens[i] = (UIntPtr)names[i].Length;
+                }
+                r = call(client, ptrs, lens, (UIntPtr)names.Length, v, out err);
+            }
+            catch (ObjectDisposedException e)
+            {
+                throw QuorumlockException.Invalid(op, "the client is disposed", e);
+            }
+            finally
+            {
+                foreach (var p in pins)
+                {
+                    if (p.IsAllocated)
+                    {
+                        p.Free();
+                    }
+                }
+            }
+            if (r != 0)
+            {
+                throw QuorumlockException.FromNative(r, err, op, label);
+            }
+        }
+
         internal QuorumlockLock AcquireCore(byte[] resource, string label, LockOptions options, CancellationToken ct)
         {
             const string op = "acquire";
             var o = options ?? new LockOptions();
             var client = Live(op, label);
-            var ttl = o.Ttl.HasValue ? Ms(o.Ttl.Value, "Ttl", op) : 10000UL;
+            var ttl = o.Ttl.HasValue ? Ms(o.Ttl.Value, "Ttl", op) : (ulong?)null; // null: the engine's default
             ct.ThrowIfCancellationRequested();
             {
                 using (var opts = BuildOptions(ttl, o, op, label))
@@ -185,7 +282,7 @@ namespace Quorumlock
                     }
                     var h = new LockHandle();
                     h.Set(lockPtr);
-                    return new QuorumlockLock(h, label ?? Convert.ToBase64String(resource), ttl);
+                    return new QuorumlockLock(h, label ?? Convert.ToBase64String(resource));
                 }
             }
         }
@@ -199,7 +296,7 @@ namespace Quorumlock
             return handle;
         }
 
-        private OptionsHandle BuildOptions(ulong ttl, LockOptions o, string op, string label)
+        private OptionsHandle BuildOptions(ulong? ttl, LockOptions o, string op, string label)
         {
             if (Native.quorumlock_lock_options_new(out var opts) != 0)
             {
@@ -207,7 +304,10 @@ namespace Quorumlock
             }
             try
             {
-                Check(Native.quorumlock_lock_options_set_ttl_ms(opts, ttl), op, label);
+                if (ttl.HasValue)
+                {
+                    Check(Native.quorumlock_lock_options_set_ttl_ms(opts, ttl.Value), op, label);
+                }
                 if (o.RetryCount.HasValue)
                 {
                     if (o.RetryCount.Value < 0)
@@ -293,6 +393,10 @@ namespace Quorumlock
             {
                 Check(Native.quorumlock_config_set_require_quorum(cfg, s.RequireQuorum.Value), op, null);
             }
+            if (s.KeyFormat.HasValue)
+            {
+                Check(Native.quorumlock_config_set_key_format(cfg, (uint)s.KeyFormat.Value), op, null);
+            }
             if (s.KeyPrefix != null)
             {
                 var p = Utf8(s.KeyPrefix, "KeyPrefix", op);
@@ -302,6 +406,19 @@ namespace Quorumlock
             {
                 var c = s.DriftConstant.HasValue ? Ms(s.DriftConstant.Value, "DriftConstant", op) : 2UL;
                 Check(Native.quorumlock_config_set_drift(cfg, s.DriftFactor ?? 0.01, c), op, null);
+            }
+            if (s.NodeTimeout.HasValue)
+            {
+                // Also the engine's default, for the calls by value (ReleaseValue, ExtendValue).
+                if (Native.quorumlock_lock_options_new(out var opts) != 0)
+                {
+                    throw QuorumlockException.Invalid(op, "cannot create options");
+                }
+                using (opts)
+                {
+                    Check(Native.quorumlock_lock_options_set_node_timeout_ms(opts, Ms(s.NodeTimeout.Value, "NodeTimeout", op)), op, null);
+                    Check(Native.quorumlock_config_set_lock_options(cfg, opts), op, null);
+                }
             }
         }
 

@@ -17,11 +17,11 @@ namespace Quorumlock
         private readonly ulong ttlMs;
         private int released;
 
-        internal QuorumlockLock(LockHandle handle, string resource, ulong ttlMs)
+        internal QuorumlockLock(LockHandle handle, string resource)
         {
             this.handle = handle;
             lost = new LostState();
-            this.ttlMs = ttlMs;
+            ttlMs = Native.quorumlock_lock_ttl_ms(handle);
             Resource = resource;
             Value = ReadValue();
             LostState.Watch(lost, this);
@@ -32,6 +32,9 @@ namespace Quorumlock
 
         /// <summary>The lock's random value (40 hex characters), the same on every node.</summary>
         public string Value { get; }
+
+        /// <summary>The TTL it was acquired with (what <see cref="Extend"/> uses by default), as the engine has it.</summary>
+        public TimeSpan Ttl => TimeSpan.FromMilliseconds(ttlMs);
 
         /// <summary>Validity left (whole milliseconds); zero once expired, lost or released.</summary>
         public TimeSpan Remaining
@@ -56,18 +59,30 @@ namespace Quorumlock
         /// <summary>Held: validity left and not released.</summary>
         public bool IsHeld => Volatile.Read(ref released) == 0 && Remaining > TimeSpan.Zero;
 
-        /// <summary>Lost: the engine reported a loss, or the validity ran out before release.</summary>
-        public bool IsLost => lost.Reason != LostReason.None || (Volatile.Read(ref released) == 0 && Remaining == TimeSpan.Zero);
+        /// <summary>Lost: expired, taken over or capped before release.</summary>
+        public bool IsLost => LostReason != LostReason.None;
 
         /// <summary>
-        /// Why it was lost: Expired when the validity ran out (found by polling every 20 ms;
-        /// a lock taken over also reads Expired there), or the reason an Extend failed with.
+        /// Why it was lost (Expired, Taken, ExtensionLimit), as the engine has it: read without
+        /// sending anything; None while held and after a release.
         /// </summary>
-        public LostReason LostReason => lost.Reason;
+        public LostReason LostReason
+        {
+            get
+            {
+                var fired = lost.Reason;
+                if (fired != LostReason.None)
+                {
+                    return fired;
+                }
+                return Volatile.Read(ref released) != 0 ? LostReason.None : Polled();
+            }
+        }
 
         /// <summary>
-        /// Cancelled (on a pool thread) once the lock is lost: within about 20 ms after its
-        /// validity ran out, or when an extend finds it lost. Never after a release.
+        /// Cancelled (on a pool thread) once the lock is lost: within about 20 ms after the
+        /// engine finds it lost (validity run out, taken over, an extend that failed). Never
+        /// after a release.
         /// </summary>
         public CancellationToken LostToken => lost.Source.Token;
 
@@ -98,7 +113,8 @@ namespace Quorumlock
                 var e = QuorumlockException.FromNative(r, err, "extend", Resource);
                 if (e.Code == QuorumlockCode.Lost)
                 {
-                    lost.Fire(e.LostReason == LostReason.None ? LostReason.Expired : e.LostReason);
+                    var why = Polled();
+                    lost.Fire(why != LostReason.None ? why : e.LostReason != LostReason.None ? e.LostReason : LostReason.Expired);
                 }
                 throw e;
             }
@@ -165,9 +181,27 @@ namespace Quorumlock
                 LostState.Unwatch(lost);
                 return;
             }
-            if (Native.quorumlock_lock_remaining_ms(handle) == 0 && Volatile.Read(ref released) == 0)
+            var why = Polled();
+            if (why != LostReason.None && Volatile.Read(ref released) == 0)
             {
-                lost.Fire(LostReason.Expired);
+                lost.Fire(why);
+            }
+        }
+
+        /// <summary>The engine's loss reason (QL_LOST_*; None while held, released or disposed).</summary>
+        private LostReason Polled()
+        {
+            if (handle.IsClosed)
+            {
+                return LostReason.None;
+            }
+            try
+            {
+                return (LostReason)Native.quorumlock_lock_lost_reason(handle);
+            }
+            catch (ObjectDisposedException)
+            {
+                return LostReason.None;
             }
         }
 

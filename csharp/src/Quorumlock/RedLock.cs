@@ -144,7 +144,7 @@ namespace Quorumlock
         /// <summary>The database (default 0).</summary>
         public int? RedisDatabase { get; set; }
 
-        /// <summary>"&lt;prefix&gt;{0}": keys are &lt;prefix&gt;{resource} (braced); default "redlock:{0}". The same on every endpoint.</summary>
+        /// <summary>"&lt;prefix&gt;{0}": keys are &lt;prefix&gt;&lt;resource&gt;, as RedLock.net's string.Format; default "redlock:{0}". The same on every endpoint.</summary>
         public string RedisKeyFormat { get; set; }
 
         /// <summary>Not used.</summary>
@@ -191,7 +191,8 @@ namespace Quorumlock
     /// <summary>
     /// RedLock.net's RedLockFactory over quorumlock:
     /// <c>var factory = RedLockFactory.Create(endPoints); await using (var l = await factory.CreateLockAsync(resource, expiry, wait, retry)) { if (l.IsAcquired) ... }</c>.
-    /// Defaults are RedLock.net's: no restart quarantine, no TTL cap, keys "redlock:{resource}";
+    /// Defaults are RedLock.net's: no restart quarantine, no TTL cap, keys "redlock:&lt;resource&gt;"
+    /// (the same keys, so RedLock.net and quorumlock processes exclude each other during a migration);
     /// a held lock is extended by the engine until disposed, and its status turns to Expired
     /// (or Conflicted) as soon as the engine finds it lost.
     /// </summary>
@@ -222,6 +223,7 @@ namespace Quorumlock
             var s = settings?.Clone() ?? new QuorumlockSettings();
             s.Quarantine = s.Quarantine ?? QuarantineMode.Off;
             s.MaxTtl = s.MaxTtl ?? TimeSpan.MaxValue; // no cap, as RedLock.net (the engine takes up to 2^53 - 1 ms)
+            s.KeyFormat = s.KeyFormat ?? KeyFormat.Bare; // RedLock.net's keys: string.Format(RedisKeyFormat, resource)
             var urls = new List<string>();
             string format = null;
             int? connect = null;

@@ -24,6 +24,15 @@ namespace Quorumlock
         Off = 2,
     }
 
+    /// <summary>How resource names become keys (QL_KEY_*).</summary>
+    public enum KeyFormat : uint
+    {
+        /// <summary>&lt;prefix&gt;{&lt;resource&gt;}: a lock key and its fencing counter share a Redis Cluster slot (the native default).</summary>
+        Braced = 0,
+        /// <summary>&lt;prefix&gt;&lt;resource&gt;: RedLock.net's keys (string.Format("redlock:{0}", resource)); the RedLockFactory default.</summary>
+        Bare = 1,
+    }
+
     /// <summary>Client settings; null properties keep the engine's defaults.</summary>
     public sealed class QuorumlockSettings
     {
@@ -42,8 +51,11 @@ namespace Quorumlock
         /// <summary>Release notification (default on): a waiting acquire wakes when the holder releases.</summary>
         public bool? Notify { get; set; }
 
-        /// <summary>Key prefix (default "quorumlock:"; RedLockFactory: "redlock:"); keys are &lt;prefix&gt;{&lt;resource&gt;}.</summary>
+        /// <summary>Key prefix (default "quorumlock:"; RedLockFactory: from RedisKeyFormat, "redlock:").</summary>
         public string KeyPrefix { get; set; }
+
+        /// <summary>Key format: Braced (native default, &lt;prefix&gt;{&lt;resource&gt;}) or Bare (RedLockFactory default, &lt;prefix&gt;&lt;resource&gt;).</summary>
+        public KeyFormat? KeyFormat { get; set; }
 
         /// <summary>Fail at connect unless a quorum of nodes connected (default off: nodes join as they come up).</summary>
         public bool? RequireQuorum { get; set; }
@@ -57,7 +69,7 @@ namespace Quorumlock
         /// <summary>Constant part of the drift (default 2 ms).</summary>
         public TimeSpan? DriftConstant { get; set; }
 
-        /// <summary>Deadline of each request to a node (default TTL / 200, clamped to 5..50 ms).</summary>
+        /// <summary>Deadline of each request to a node (default TTL / 200, clamped to 5..50 ms), for every lock and the calls by value.</summary>
         public TimeSpan? NodeTimeout { get; set; }
 
         internal QuorumlockSettings Clone() => (QuorumlockSettings)MemberwiseClone();

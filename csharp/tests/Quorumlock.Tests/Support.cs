@@ -3,6 +3,9 @@ using System.Collections.Generic;
 using System.Diagnostics;
 using System.IO;
 using System.Net;
+using System.Net.Sockets;
+using System.Text;
+using System.Threading;
 using Quorumlock;
 
 namespace Quorumlock.Tests
@@ -48,6 +51,110 @@ namespace Quorumlock.Tests
             RedLockFactory.Create(EndPoints(), new QuorumlockSettings { NodeTimeout = NodeTimeout });
 
         internal static string Name(string prefix) => prefix + ":" + Guid.NewGuid().ToString("N").Substring(0, 12);
+
+        /// <summary>Sends one command to node <paramref name="i"/> (RESP) and returns the reply: string, long, null or object[].</summary>
+        internal static object Redis(int i, params string[] args)
+        {
+            var u = new Uri(Nodes[i]);
+            using (var tcp = new TcpClient(u.Host, u.Port))
+            using (var s = tcp.GetStream())
+            {
+                var cmd = new StringBuilder("*" + args.Length + "\r\n");
+                foreach (var a in args)
+                {
+                    cmd.Append('$').Append(Encoding.UTF8.GetByteCount(a)).Append("\r\n").Append(a).Append("\r\n");
+                }
+                var bytes = Encoding.UTF8.GetBytes(cmd.ToString());
+                s.Write(bytes, 0, bytes.Length);
+                return Reply(s);
+            }
+        }
+
+        /// <summary>The reply of every node.</summary>
+        internal static object[] OnAll(params string[] args)
+        {
+            var r = new object[Nodes.Length];
+            for (var i = 0; i < r.Length; i++)
+            {
+                r[i] = Redis(i, args);
+            }
+            return r;
+        }
+
+        /// <summary>The same value n times (to compare with OnAll).</summary>
+        internal static object[] Each(object v)
+        {
+            var r = new object[Nodes.Length];
+            for (var i = 0; i < r.Length; i++)
+            {
+                r[i] = v;
+            }
+            return r;
+        }
+
+        /// <summary>Waits up to <paramref name="ms"/> for <paramref name="cond"/>.</summary>
+        internal static bool Eventually(Func<bool> cond, int ms = 5000)
+        {
+            var sw = Stopwatch.StartNew();
+            while (!cond())
+            {
+                if (sw.ElapsedMilliseconds > ms)
+                {
+                    return false;
+                }
+                Thread.Sleep(10);
+            }
+            return true;
+        }
+
+        private static string Line(Stream s)
+        {
+            var sb = new StringBuilder();
+            int c;
+            while ((c = s.ReadByte()) >= 0 && c != '\n')
+            {
+                if (c != '\r')
+                {
+                    sb.Append((char)c);
+                }
+            }
+            return sb.ToString();
+        }
+
+        private static object Reply(Stream s)
+        {
+            var line = Line(s);
+            var rest = line.Substring(1);
+            switch (line[0])
+            {
+                case '+':
+                    return rest;
+                case ':':
+                    return long.Parse(rest);
+                case '$':
+                    var n = int.Parse(rest);
+                    if (n < 0)
+                    {
+                        return null;
+                    }
+                    var buf = new byte[n + 2];
+                    var got = 0;
+                    while (got < buf.Length)
+                    {
+                        got += s.Read(buf, got, buf.Length - got);
+                    }
+                    return Encoding.UTF8.GetString(buf, 0, n);
+                case '*':
+                    var items = new object[int.Parse(rest)];
+                    for (var i = 0; i < items.Length; i++)
+                    {
+                        items[i] = Reply(s);
+                    }
+                    return items;
+                default:
+                    throw new InvalidOperationException("redis: " + line);
+            }
+        }
 
         /// <summary>Directory of the test assembly (the build folder holds Quorumlock.dll and the worker).</summary>
         internal static string BuildDir => Path.GetDirectoryName(typeof(Support).Assembly.Location);

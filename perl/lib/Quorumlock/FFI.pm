@@ -86,10 +86,16 @@ my @functions = (
     [ quorumlock_config_set_notify            => [ 'opaque', 'bool' ]                        => 'uint32' ],
     [ quorumlock_config_set_quarantine        => [ 'opaque', 'uint32', 'uint64' ]            => 'uint32' ],
     [ quorumlock_config_set_eviction_check    => [ 'opaque', 'uint32' ]                      => 'uint32' ],
+    [ quorumlock_config_set_key_format        => [ 'opaque', 'uint32' ]                      => 'uint32' ],
+    [ quorumlock_config_set_lock_options      => [ 'opaque', 'opaque' ]                      => 'uint32' ],
 
     [ quorumlock_client_new        => [ 'opaque', 'opaque*', 'opaque*' ] => 'uint32' ],
     [ quorumlock_client_free       => ['opaque']                          => 'void' ],
     [ quorumlock_client_node_count => ['opaque']                          => 'size_t' ],
+    [ quorumlock_client_release_value =>
+          [ 'opaque', 'opaque[]', 'size_t[]', 'size_t', 'opaque', 'size_t', 'uint8*', 'opaque*' ] => 'uint32' ],
+    [ quorumlock_client_extend_value =>
+          [ 'opaque', 'opaque[]', 'size_t[]', 'size_t', 'opaque', 'size_t', 'uint64', 'uint64*', 'opaque*' ] => 'uint32' ],
 
     [ quorumlock_error_free              => ['opaque']                                      => 'void' ],
     [ quorumlock_error_code              => ['opaque']                                      => 'uint32' ],
@@ -125,6 +131,8 @@ my @functions = (
     [ quorumlock_lock_release         => [ 'opaque', 'uint8*', 'opaque*' ]                 => 'uint32' ],
     [ quorumlock_lock_set_auto_extend => [ 'opaque', 'bool', 'opaque*' ]                   => 'uint32' ],
     [ quorumlock_lock_remaining_ms    => ['opaque']                                        => 'uint64' ],
+    [ quorumlock_lock_ttl_ms          => ['opaque']                                        => 'uint64' ],
+    [ quorumlock_lock_lost_reason     => ['opaque']                                        => 'uint32' ],
     [ quorumlock_lock_value           => [ 'opaque', 'opaque', 'size_t', 'size_t*' ]       => 'uint32' ],
     [ quorumlock_lock_free            => ['opaque']                                        => 'void' ],
     [ quorumlock_lock_token_count     => ['opaque']                                        => 'size_t' ],

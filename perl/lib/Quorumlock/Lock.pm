@@ -46,6 +46,10 @@ sub resource { $_[0]{resource} }
 sub value    { $_[0]{value} }
 sub validity { $_[0]{validity} }
 
+# The TTL the lock was acquired with, in seconds (ttl_ms: milliseconds), as the engine has it.
+sub ttl_ms { $_[0]->_rec->{ttl_ms} }
+sub ttl    { $_[0]->ttl_ms / 1000 }
+
 # The fencing token (first resource in sorted order) of a lock taken with fenced => 1.
 sub token { $_[0]{token} }
 
@@ -57,43 +61,41 @@ sub is_held      { $_[0]->remaining_ms > 0 ? 1 : 0 }
 sub is_released  { $_[0]->_rec->{released} ? 1 : 0 }
 sub is_auto_extending { $_[0]->_rec->{auto} ? 1 : 0 }
 
-# True once the lock ran out of validity (expired, taken over, an extension cap) without
-# having been released. Poll it: Perl gets no callback from the engine's threads.
-sub is_lost {
+my %REASON  = ( 1 => 'expired', 2 => 'taken', 3 => 'extension_limit' );
+my %MESSAGE = (
+    expired         => "QL_LOST: the lock's validity ran out",
+    taken           => "QL_LOST: another owner holds the lock's keys",
+    extension_limit => "QL_LOST: the auto-extension stopped at its cap and the validity ran out",
+);
+
+# 'expired', 'taken' or 'extension_limit' once the lock was lost (the engine's reason, read
+# without sending anything), else undef; undef after a release. Poll it: Perl gets no
+# callback from the engine's threads.
+sub lost_reason {
     my ($self) = @_;
     my $rec = $self->_rec;
-    return ( !$rec->{released} && Quorumlock::FFI::quorumlock_lock_remaining_ms( $rec->{handle}->ptr ) == 0 ) ? 1 : 0;
+    return undef if $rec->{released};
+    return $REASON{ Quorumlock::FFI::quorumlock_lock_lost_reason( $rec->{handle}->ptr ) };
 }
 
-# The Quorumlock::Error::Lost of a lost lock (lost_reason, nodes), or undef.
+# True once the lock was lost (expired, taken over, an extension cap) without having been
+# released.
+sub is_lost { defined $_[0]->lost_reason ? 1 : 0 }
+
+# The Quorumlock::Error::Lost of a lost lock (its lost_reason; no node report), or undef.
 sub lost_error {
     my ($self) = @_;
     my $rec = $self->_rec;
     return $rec->{lost_error} if $rec->{lost_error};
-    return undef unless $self->is_lost;
-    # The C ABI has no accessor for a loss; an extend of a lock whose validity ran out
-    # returns its Lost error without sending anything.
-    my $err;
-    my $code = Quorumlock::FFI::quorumlock_lock_extend( $rec->{handle}->ptr, $rec->{ttl_ms}, \$err );
-    my $e = $code == 0 ? undef : Quorumlock::Error->from_c( $code, $err, op => 'lost', resource => $rec->{resource} );
-    die $e if $e && $e->isa('Quorumlock::Error::Invalid');    # e.g. the parent's lock, in a fork child
-    unless ( $e && $e->isa('Quorumlock::Error::Lost') ) {
-        $e = Quorumlock::Error->new(
-            code_number => 5,
-            message     => ( $e ? $e->message : "QL_LOST: the lock's validity ran out" ),
-            nodes       => ( $e ? $e->nodes : [] ),
-            lost_reason => ( $e && $e->isa('Quorumlock::Error::ExtLimit') ? 'extension_limit' : 'expired' ),
-            op          => 'lost',
-            resource    => $rec->{resource},
-        );
-    }
-    return $rec->{lost_error} = $e;
-}
-
-# 'expired', 'taken' or 'extension_limit' for a lost lock, else undef.
-sub lost_reason {
-    my $e = $_[0]->lost_error;
-    return $e ? $e->lost_reason : undef;
+    my $why = $self->lost_reason;
+    return undef unless defined $why;
+    return $rec->{lost_error} = Quorumlock::Error->new(
+        code_number => 5,
+        message     => $MESSAGE{$why},
+        lost_reason => $why,
+        op          => 'lost',
+        resource    => $rec->{resource},
+    );
 }
 
 # Extends the lock to $ttl seconds (default: its TTL) from now on a quorum of nodes; never

@@ -12,7 +12,7 @@ use File::Spec;
 use IO::Socket::INET;
 use Test::More;
 
-our @EXPORT = qw( @NODES client unique key redis on_all eventually is_invalid );
+our @EXPORT = qw( @NODES client unique key redis on_all on_quorum eventually is_invalid );
 
 my $REPO = File::Spec->rel2abs( File::Spec->catdir( dirname(__FILE__), '..', '..', '..' ) );
 my ( $run_dir, $owner );
@@ -76,6 +76,14 @@ sub _reply {
 }
 
 sub on_all { my @args = @_; return [ map { redis( $_, @args ) } 0 .. $#NODES ] }
+
+# Checks that at least a quorum of $replies satisfy $cond (on $_): a node slower than the node
+# timeout (a loaded machine) can miss a write that the engine decided at the quorum.
+sub on_quorum {
+    my ( $replies, $cond, $what ) = @_;
+    my $n = grep { $cond->() } @$replies;
+    Test::More::cmp_ok( $n, '>=', int( @$replies / 2 ) + 1, $what ) or Test::More::diag("replies: @$replies");
+}
 
 sub eventually {
     my ( $secs, $cond ) = @_;

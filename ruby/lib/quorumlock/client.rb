@@ -13,7 +13,9 @@ module Quorumlock
   # Settings (keywords, durations in integer milliseconds):
   #   quarantine: :on (default), :strict or :off; quarantine_margin: ms
   #   max_ttl:, connect_timeout:, key_prefix:, require_quorum:, notify:,
-  #   drift_factor:, drift_constant:, eviction_check: :refuse (default), :warn or :off
+  #   drift_factor:, drift_constant:, eviction_check: :refuse (default), :warn or :off,
+  #   key_format: :braced (default, keys "<key_prefix>{<resource>}") or :bare
+  #   ("<key_prefix><resource>": with key_prefix: "", the bare name other Redlock libraries use)
   # and defaults for every lock taken through it:
   #   ttl:, retry_count:, retry_delay:, retry_jitter:, min_validity:, node_timeout:,
   #   auto_extend:, auto_extend_interval:, max_extensions:, max_hold:, fenced:,
@@ -27,14 +29,17 @@ module Quorumlock
 
       Convert.check_keys(settings, Convert::CLIENT_KEYS + Convert::LOCK_KEYS, op: op)
       @defaults = settings.select { |k, _| Convert::LOCK_KEYS.include?(k) }.freeze
-      # Check the lock defaults now, so a bad one fails here and not at the first lock.
+      # Checked now, so a bad default fails here and not at the first lock; also the engine's
+      # defaults for the calls that take no options (release and extend by value).
       opts = Convert.lock_options(@defaults, op: op)
-      Native.quorumlock_lock_options_free(opts) if opts
-
       @gate = Mutex.new
       @idle = ConditionVariable.new
       @active = 0
-      @ptr = connect(urls, settings, op)
+      begin
+        @ptr = connect(urls, settings, opts, op)
+      ensure
+        Native.quorumlock_lock_options_free(opts) if opts
+      end
     end
 
     # Number of configured nodes N (0 once closed).
@@ -54,7 +59,9 @@ module Quorumlock
     #   wait: ms     keep retrying for up to this long (instead of retry_count)
     #   try: true    one attempt, no retries
     #   on_lost: ->(lock, error) { }   called once (on a watcher thread) when the lock is lost
-    #   extend: lock extend that lock instead (redlock-rb's form); returns it or false
+    #   extend: lock extend that lock instead (redlock-rb's form); returns it or false. A
+    #                lock info Hash of another process is extended by value (never re-created
+    #                once gone) and a new lock info Hash {validity:, resource:, value:} returned
     #
     # With a block (redlock-rb's form): yields the Lock or false, unlocks after the block,
     # and returns true if the lock was acquired.
@@ -74,7 +81,7 @@ module Quorumlock
         yield info
         !!info
       ensure
-        info.unlock if info
+        unlock(info) if info
       end
     end
 
@@ -85,6 +92,7 @@ module Quorumlock
     def lock!(resource, ttl = nil, **opts)
       lk = acquire(resource, ttl, opts)
       return lk unless block_given?
+      return (begin; yield lk; ensure; unlock(lk); end) if lk.is_a?(Hash) # extended by value
 
       begin
         result = yield lk
@@ -110,19 +118,61 @@ module Quorumlock
       lock(resource, ttl, **opts, try: true)
     end
 
-    # Releases a lock (a Lock, or a lock info Hash of this process). Returns true if a quorum
-    # of nodes still held it. Raises InvalidArgument for anything else.
+    # Releases a lock: a Lock, or a lock info Hash ({resource:, value:}, String keys too) from
+    # this process or any other (released by value: compare-and-delete on every node). Returns
+    # true if a quorum of nodes still held it. Raises InvalidArgument for anything else.
     def unlock(lock)
-      find_lock(lock, "release").unlock
+      local = find_lock(lock, "release")
+      return local.unlock if local
+
+      resource, value = info_of(lock, "release")
+      release_by_value(resource, value)
     end
     alias release unlock
 
-    # Extends a lock to `ttl` ms from now (see Lock#extend): true or false.
-    # `extend(SomeModule)` is Object#extend.
+    # Extends a lock to `ttl` ms from now (see Lock#extend): true or false. A lock info Hash
+    # of another process is extended by value (`ttl` needed, or a client default ttl:); an
+    # expired or released lock is never re-created. `extend(SomeModule)` is Object#extend.
     def extend(lock, *rest)
       return super if lock.is_a?(Module)
 
-      find_lock(lock, "extend").extend(*rest)
+      local = find_lock(lock, "extend")
+      return local.extend(*rest) if local
+
+      resource, value = info_of(lock, "extend")
+      extend_by_value(resource, value, rest.first)
+      true
+    rescue LockLost, ExtensionLimit, QuorumNotReached, ValidityTooShort
+      false
+    end
+
+    # Releases the keys of `resource` (a String, or an Array for a multi-resource lock) that
+    # hold `value`, on every node, whoever took them (another process, or the library this one
+    # replaces). Other owners' keys are never touched. Returns true if a quorum of nodes still
+    # held the value. Raises InvalidArgument for a value the engine would never have given
+    # (fewer than 16 printable ASCII characters).
+    def release_by_value(resource, value)
+      by_value(resource, value, "release") do |c, ptrs, lens, n, vbuf, vlen, err|
+        held = FFI::MemoryPointer.new(:bool)
+        code = Native.quorumlock_client_release_value(c, ptrs, lens, n, vbuf, vlen, held, err)
+        [code, held.read(:bool)]
+      end
+    end
+
+    # Extends the keys of `resource` that hold `value` to `ttl` ms from now on a quorum of
+    # nodes; keys that are gone are never re-created. Returns the validity left (ms). Raises
+    # LockLost (gone or taken), QuorumNotReached / ValidityTooShort (transient) or
+    # InvalidArgument. `ttl` nil takes the client's default ttl:.
+    def extend_by_value(resource, value, ttl = nil)
+      ttl = @defaults[:ttl] if ttl.nil?
+      raise ErrorConv.invalid("extend by value needs a ttl (ms)", op: "extend", resource: label_of(resource)) if ttl.nil?
+
+      ms = Convert.uint(ttl, "ttl", op: "extend")
+      by_value(resource, value, "extend") do |c, ptrs, lens, n, vbuf, vlen, err|
+        left = FFI::MemoryPointer.new(:uint64)
+        code = Native.quorumlock_client_extend_value(c, ptrs, lens, n, vbuf, vlen, ms, left, err)
+        [code, left.read_uint64]
+      end
     end
 
     # Frees the client (waits for calls in progress on it). Locks taken through it stay
@@ -163,12 +213,13 @@ module Quorumlock
 
     private
 
-    def connect(urls, settings, op)
+    def connect(urls, settings, opts, op)
       out = FFI::MemoryPointer.new(:pointer)
       Convert.set(Native.quorumlock_config_new(out), op)
       cfg = out.read_pointer
       begin
         configure(cfg, urls, settings, op)
+        Convert.set(Native.quorumlock_config_set_lock_options(cfg, opts), op) if opts
         err = FFI::MemoryPointer.new(:pointer)
         code = Native.quorumlock_client_new(cfg, out, err)
         raise ErrorConv.from_c(code, err.read_pointer, op: op) unless code.zero?
@@ -209,6 +260,11 @@ module Quorumlock
         Convert.set(n.quorumlock_config_set_require_quorum(cfg, Convert.bool(s[:require_quorum], "require_quorum", op: op)), op)
       end
       Convert.set(n.quorumlock_config_set_notify(cfg, Convert.bool(s[:notify], "notify", op: op)), op) if s.key?(:notify)
+      if s.key?(:key_format)
+        Convert.set(n.quorumlock_config_set_key_format(
+                      cfg, Convert.mode(s[:key_format], Convert::KEY_FORMAT, "key_format", op: op)
+                    ), op)
+      end
       return unless s.key?(:drift_factor) || s.key?(:drift_constant)
 
       factor = s.fetch(:drift_factor, 0.01)
@@ -235,16 +291,56 @@ module Quorumlock
       end
     end
 
+    # The Lock of this process a Lock or lock info stands for, or nil for a lock info Hash of
+    # another process (acted on by value). InvalidArgument for anything else.
     def find_lock(lock, op)
       return lock if lock.is_a?(Lock)
 
-      if lock.respond_to?(:[]) && !lock.is_a?(String)
-        value = (lock[:value] rescue nil) # rubocop:disable Style/RescueModifier
-        found = value.is_a?(String) && Held.find(value)
-        return found if found
+      resource, value = info_of(lock, op)
+      found = Held.find(value)
+      found if found && (found.resource == resource || found.resource.to_s == resource.to_s)
+    end
+
+    # [resource, value] of a lock info Hash (Symbol or String keys).
+    def info_of(info, op)
+      unless info.is_a?(Hash)
+        raise ErrorConv.invalid("#{info.inspect} is not a lock (a Quorumlock::Lock or a lock info Hash " \
+                                "with :resource and :value)", op: op)
       end
-      raise ErrorConv.invalid("#{lock.inspect} is not a lock held by this process (the C ABI cannot act on " \
-                              "another process's lock value)", op: op)
+
+      resource = info.key?(:resource) ? info[:resource] : info["resource"]
+      value = info.key?(:value) ? info[:value] : info["value"]
+      raise ErrorConv.invalid("the lock info has no String :value, got #{value.inspect}", op: op) unless value.is_a?(String)
+      raise ErrorConv.invalid("the lock info has no :resource", op: op) if resource.nil?
+
+      [resource, value]
+    end
+
+    def label_of(resource)
+      resource.is_a?(Array) ? resource.map(&:to_s).join(",") : resource.to_s
+    end
+
+    # Converts a resource (or list) and a value for a by-value call; the block gets the C
+    # arguments and returns [code, result].
+    def by_value(resource, value, op)
+      label = label_of(resource)
+      list = resource.is_a?(Array) ? resource : [resource]
+      raise ErrorConv.invalid("no resources", op: op, resource: label) if list.empty?
+
+      names = list.map { |r| Convert.resource(r, op: op) }
+      bytes = Convert.text(value, "value", op: op)
+      bufs = names.map { |b| Convert.buffer(b) }
+      ptrs = FFI::MemoryPointer.new(:pointer, names.size)
+      ptrs.write_array_of_pointer(bufs)
+      lens = FFI::MemoryPointer.new(:size_t, names.size)
+      names.each_with_index { |b, i| lens.put(:size_t, i * FFI.type_size(:size_t), b.bytesize) }
+      err = FFI::MemoryPointer.new(:pointer)
+      code, result = use(op, label) do |c|
+        yield c, ptrs, lens, names.size, Convert.buffer(bytes), bytes.bytesize, err
+      end
+      raise ErrorConv.from_c(code, err.read_pointer, op: op, resource: label) unless code.zero?
+
+      result
     end
 
     def acquire(resource, ttl, opts)
@@ -252,11 +348,15 @@ module Quorumlock
       Convert.check_keys(opts, Convert::LOCK_KEYS + %i[wait try on_lost extend], op: op)
       if (target = opts[:extend])
         lk = find_lock(target, "extend")
-        if lk.resource != resource && lk.resource.to_s != resource.to_s
-          raise ErrorConv.invalid("extend: the lock is on #{lk.resource.inspect}, not #{resource.inspect}", op: "extend")
+        on = lk ? lk.resource : info_of(target, "extend").first
+        if on != resource && on.to_s != resource.to_s
+          raise ErrorConv.invalid("extend: the lock is on #{on.inspect}, not #{resource.inspect}", op: "extend")
         end
+        return lk.extend!(ttl) if lk
 
-        return lk.extend!(ttl)
+        # A lock info of another process: extended by value, a new lock info returned.
+        value = info_of(target, "extend").last
+        return { validity: extend_by_value(resource, value, ttl), resource: resource, value: value }
       end
 
       merged = @defaults.merge(opts.select { |k, _| Convert::LOCK_KEYS.include?(k) })
@@ -285,7 +385,7 @@ module Quorumlock
         Native.quorumlock_lock_options_free(copts) if copts
       end
       auto = merged[:auto_extend] == true || (merged.key?(:auto_extend_interval) && !merged.key?(:auto_extend))
-      lk = Lock.new(ptr, resource: resource, ttl: merged.fetch(:ttl, 10_000), auto_extend: auto, on_lost: on_lost)
+      lk = Lock.new(ptr, resource: resource, auto_extend: auto, on_lost: on_lost)
       Held.add(lk) unless auto
       lk
     end

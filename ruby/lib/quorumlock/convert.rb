@@ -11,10 +11,11 @@ module Quorumlock
 
     QUARANTINE = { on: 0, strict: 1, off: 2 }.freeze
     EVICTION = { refuse: 0, warn: 1, off: 2 }.freeze
+    KEY_FORMAT = { braced: 0, bare: 1 }.freeze
 
     # Client settings (Client.new keywords) other than lock defaults.
-    CLIENT_KEYS = %i[quarantine quarantine_margin max_ttl connect_timeout key_prefix require_quorum
-                     notify drift_factor drift_constant eviction_check].freeze
+    CLIENT_KEYS = %i[quarantine quarantine_margin max_ttl connect_timeout key_prefix key_format
+                     require_quorum notify drift_factor drift_constant eviction_check].freeze
     # Lock options: client defaults or per call.
     LOCK_KEYS = %i[ttl retry_count retry_delay retry_jitter min_validity node_timeout auto_extend
                    auto_extend_interval max_extensions max_hold value fenced fence_counter_ttl].freeze

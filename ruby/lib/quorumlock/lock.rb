@@ -8,14 +8,14 @@ module Quorumlock
   # engine's monotonic clock: act on the protected resource only while it is positive.
   class Lock
     # The resource name as given (an Array for a multi-resource lock), the random value
-    # (40 hex characters), the TTL it was acquired with (ms), and the validity (ms) left
-    # when the acquisition returned.
+    # (40 hex characters), the TTL it was acquired with (ms, from the engine), and the
+    # validity (ms) left when the acquisition returned.
     attr_reader :resource, :value, :ttl, :validity
 
-    def initialize(ptr, resource:, ttl:, auto_extend:, on_lost: nil)
+    def initialize(ptr, resource:, auto_extend:, on_lost: nil)
       @ptr = FFI::AutoPointer.new(ptr, Native.method(:quorumlock_lock_free))
       @resource = resource.frozen? ? resource : resource.dup.freeze
-      @ttl = ttl
+      @ttl = Native.quorumlock_lock_ttl_ms(@ptr)
       @auto_extend = auto_extend
       @on_lost = on_lost
       @validity = Native.quorumlock_lock_remaining_ms(@ptr)
@@ -48,21 +48,35 @@ module Quorumlock
     # True once the lock ran out of validity (expired, taken over, or an extension cap hit)
     # without having been released.
     def lost?
-      !@released && remaining.zero?
+      !lost_reason.nil?
     end
 
-    # The LockLost error of a lost lock (reason in lost_reason, the node report of the round
-    # that found it lost in nodes), or nil while it is not lost.
+    # The LockLost error of a lost lock (its reason in lost_reason), or nil while it is not
+    # lost. Built from the engine's polled loss reason: no node report.
     def lost_error
       return @lost_error if @lost_error
-      return nil unless lost?
 
-      @state.synchronize { @lost_error ||= probe_lost }
+      reason = lost_reason
+      return nil unless reason
+
+      @state.synchronize do
+        @lost_error ||= LockLost.new(LOST_MESSAGES.fetch(reason), code_number: 5, lost_reason: reason,
+                                                                  op: "lost", resource: name)
+      end
     end
 
-    # :expired, :taken or :extension_limit for a lost lock, else nil.
+    LOST_MESSAGES = {
+      expired: "QL_LOST: the lock's validity ran out",
+      taken: "QL_LOST: another owner holds the lock's keys",
+      extension_limit: "QL_LOST: the auto-extension stopped at its cap and the validity ran out"
+    }.freeze
+
+    # :expired, :taken or :extension_limit for a lost lock (the engine's reason, polled
+    # without sending anything), else nil; nil after a release.
     def lost_reason
-      lost_error&.lost_reason
+      return nil if @released
+
+      LOST_REASONS[Native.quorumlock_lock_lost_reason(@ptr)]
     end
 
     # The fencing token (the first resource's, in sorted order) of a lock acquired with
@@ -167,21 +181,6 @@ module Quorumlock
       Array.new(count) do |i|
         Native.quorumlock_lock_token_at(@ptr, i, out).zero? ? out.read_uint64 : nil
       end.compact
-    end
-
-    # The C ABI has no accessor for a lock's loss; an extend of a lock whose validity ran
-    # out returns its Lost error (reason and report) without sending anything.
-    def probe_lost
-      err = FFI::MemoryPointer.new(:pointer)
-      code = Native.quorumlock_lock_extend(@ptr, @ttl, err)
-      e = code.zero? ? nil : ErrorConv.from_c(code, err.read_pointer, op: "lost", resource: name)
-      return e if e.is_a?(LockLost)
-      raise e if e.is_a?(InvalidArgument) # e.g. a lock of the parent, in a fork child
-
-      LockLost.new(e ? e.message : "QL_LOST: the lock's validity ran out", code_number: 5,
-                                                                           nodes: e ? e.nodes : [],
-                                                                           lost_reason: e.is_a?(ExtensionLimit) ? :extension_limit : :expired,
-                                                                           op: "lost", resource: name)
     end
   end
 

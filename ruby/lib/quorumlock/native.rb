@@ -85,11 +85,18 @@ module Quorumlock
     attach_function :quorumlock_config_set_notify, %i[handle bool], :result
     attach_function :quorumlock_config_set_quarantine, %i[handle uint32 uint64], :result
     attach_function :quorumlock_config_set_eviction_check, %i[handle uint32], :result
+    attach_function :quorumlock_config_set_key_format, %i[handle uint32], :result
+    attach_function :quorumlock_config_set_lock_options, %i[handle handle], :result
 
     # Client.
     attach_function :quorumlock_client_new, %i[handle pointer pointer], :result, blocking: true
     attach_function :quorumlock_client_free, [:handle], :void
     attach_function :quorumlock_client_node_count, [:handle], :size_t
+    # Release and extend by value (locks of other processes, or of the library replaced).
+    attach_function :quorumlock_client_release_value, %i[handle pointer pointer size_t pointer size_t pointer pointer],
+                    :result, blocking: true
+    attach_function :quorumlock_client_extend_value,
+                    %i[handle pointer pointer size_t pointer size_t uint64 pointer pointer], :result, blocking: true
 
     # Errors.
     attach_function :quorumlock_error_free, [:handle], :void
@@ -135,6 +142,8 @@ module Quorumlock
     attach_function :quorumlock_lock_release, %i[handle pointer pointer], :result, blocking: true
     attach_function :quorumlock_lock_set_auto_extend, %i[handle bool pointer], :result
     attach_function :quorumlock_lock_remaining_ms, [:handle], :uint64
+    attach_function :quorumlock_lock_ttl_ms, [:handle], :uint64
+    attach_function :quorumlock_lock_lost_reason, [:handle], :uint32
     attach_function :quorumlock_lock_value, %i[handle pointer size_t pointer], :result
     attach_function :quorumlock_lock_free, [:handle], :void
     attach_function :quorumlock_lock_token, %i[handle pointer], :result

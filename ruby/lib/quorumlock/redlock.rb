@@ -17,9 +17,12 @@ module Quorumlock
   # Servers are URLs, redis-client style configuration Hashes ({url:} or {host:, port:, db:,
   # username:, password:, ssl:}), objects answering `config` (RedisClient) or `connection`
   # (Redis), or ConnectionPools of them; only their addresses are read: quorumlock opens its
-  # own connections. The defaults are redlock-rb's: no
-  # restart quarantine, TTLs up to 2^53 - 1 ms; quorumlock settings (Quorumlock::Client's
-  # keywords: quarantine:, max_ttl:, fenced:, ...) go in the same options Hash.
+  # own connections. The defaults are redlock-rb's: keys are the bare resource names (so
+  # redlock-rb and quorumlock processes exclude each other during a migration), no restart
+  # quarantine, TTLs up to 2^53 - 1 ms; quorumlock settings (Quorumlock::Client's keywords:
+  # quarantine:, max_ttl:, fenced:, key_format:, key_prefix:, ...) go in the same options Hash.
+  # Lock infos from any process (or from redlock-rb itself) can be unlocked and extended: by
+  # value.
   module Redlock
     # Raised by lock! when the lock was not acquired ("failed to acquire lock on 'res'").
     class LockError < StandardError
@@ -95,7 +98,7 @@ module Quorumlock
         @retry_jitter = options.delete(:retry_jitter) || DEFAULT_RETRY_JITTER
         timeout = options.delete(:redis_timeout)
         options.delete(:time_source)
-        settings = { quarantine: :off, max_ttl: MAX_TTL }.merge(options)
+        settings = { quarantine: :off, max_ttl: MAX_TTL, key_prefix: "", key_format: :bare }.merge(options)
         settings[:node_timeout] = (timeout * 1000).round if timeout.is_a?(Numeric) && !settings.key?(:node_timeout)
         @client = Quorumlock::Client.new(servers.map { |s| self.class.url_of(s) }, **settings)
       end
@@ -132,17 +135,25 @@ module Quorumlock
         end
       end
 
-      # Releases a lock taken through this module in this process; nodes that fail are
-      # ignored (best effort, as in redlock-rb).
+      # Releases a lock info ({resource:, value:}) taken in this process, in another one, or
+      # by redlock-rb: compare-and-delete on every node, other owners' keys untouched; nodes
+      # that fail are ignored (best effort, as in redlock-rb). A value the engine could never
+      # have given (under 16 printable ASCII characters) raises Quorumlock::InvalidArgument.
       def unlock(lock_info)
         return if self.class.testing_mode == :bypass
+        return if lock_info.nil? || lock_info == false
 
         native = native_of(lock_info)
-        native&.unlock
+        if native
+          native.unlock
+        else
+          @client.unlock(lock_info)
+        end
         nil
       end
 
-      # The validity left (ms) of a lock of this process, or nil once it is no longer held.
+      # The validity left (ms) of a lock of this process, or nil once it is no longer held
+      # (and for lock infos of other processes: the C ABI cannot read a key's TTL).
       def get_remaining_ttl_for_lock(lock_info)
         native = native_of(lock_info)
         left = native&.remaining.to_i
@@ -210,10 +221,11 @@ module Quorumlock
       private
 
       def native_of(lock_info)
-        return nil unless lock_info.respond_to?(:[])
+        return nil unless lock_info.is_a?(Hash)
 
         value = lock_info[:value]
-        value.is_a?(String) ? Held.find(value) : nil
+        native = value.is_a?(String) ? Held.find(value) : nil
+        native if native && native.resource.to_s == lock_info[:resource].to_s
       end
 
       def try_lock(resource, ttl, options)
@@ -250,12 +262,19 @@ module Quorumlock
         raise LockAcquisitionError.new(msg, errors).tap { |x| x.code = e.code }
       end
 
+      # Extends a lock info of this process through its handle, any other by value (with
+      # `resource` and the info's value, as redlock-rb); never re-creates a lock that is gone.
       def extend_lock(target, resource, ttl)
         native = native_of(target)
-        return false unless native && native.resource.to_s == resource.to_s
+        if native && native.resource.to_s == resource.to_s
+          native.extend!(ttl)
+          return info(native)
+        end
+        unless target.is_a?(Hash) && target[:value].is_a?(String)
+          raise ErrorConv.invalid("extend: #{target.inspect} is not a lock info ({resource:, value:})", op: "extend")
+        end
 
-        native.extend!(ttl)
-        info(native)
+        { validity: @client.extend_by_value(resource, target[:value], ttl), resource: resource, value: target[:value] }
       rescue LockLost, ExtensionLimit, QuorumNotReached, ValidityTooShort => e
         Thread.current[:quorumlock_redlock_code] = e.code
         false
