@@ -42,8 +42,11 @@ const MS: i64 = 1_000;
 #[derive(Debug)]
 pub(crate) struct Call {
     /// The client's call number (tags its messages).
-    id: u64,
+    id: u32,
     resources: Vec<usize>,
+    /// The lock keys, and the lock keys followed by their counters (fenced requests).
+    keys: Vec<String>,
+    fence_keys: Vec<String>,
     m: Acquisition,
     /// The cleanup in progress: the nodes that have not answered yet, and when it ends
     /// anyway (client µs).
@@ -131,9 +134,9 @@ pub struct Client {
     pub(crate) paused_until: i64,
     pub(crate) phase: Phase,
     /// Acquire calls started.
-    calls: u64,
+    calls: u32,
     /// Extend rounds started.
-    extend_round: u64,
+    extend_round: u32,
     /// The latest monotonic reading ([`World::mono`]).
     mono: u64,
 }
@@ -269,7 +272,7 @@ impl World {
         &mut self,
         c: usize,
         node: usize,
-        (id, round): (u64, u64),
+        (id, round): (u32, u32),
         raise: bool,
         reply: &Reply,
     ) {
@@ -281,6 +284,7 @@ impl World {
             return;
         }
         let (answer, counters) = answer(reply, raise);
+        let round = u64::from(round);
         let counted = match counters {
             Some(counters) => call.m.handle_counters(round, node, counters, now),
             None => call.m.handle_answer(round, node, answer, now),
@@ -291,7 +295,7 @@ impl World {
     }
 
     /// A node answered the cleanup of call `id`: once every node did, the machine moves on.
-    fn on_cleaned(&mut self, c: usize, node: usize, id: u64) {
+    fn on_cleaned(&mut self, c: usize, node: usize, id: u32) {
         let now = self.mono(c);
         let Phase::Acquiring(call) = &mut self.clients[c].phase else {
             return;
@@ -332,9 +336,17 @@ impl World {
             }
         };
         self.clients[c].calls += 1;
+        let keys: Vec<String> = resources.iter().map(|r| key(*r)).collect();
+        let bytes: Vec<Vec<u8>> = keys.iter().map(|k| k.clone().into_bytes()).collect();
+        let fence_keys = fencing::with_counters(&bytes)
+            .into_iter()
+            .map(|k| String::from_utf8_lossy(&k).into_owned())
+            .collect();
         let call = Call {
             id: self.clients[c].calls,
             resources,
+            keys,
+            fence_keys,
             m,
             cleaning: None,
         };
@@ -364,9 +376,9 @@ impl World {
                 }
                 Output::Clean { nodes, value } => {
                     self.note(|| format!("client {c} cleans {nodes:?}"));
-                    let keys: Vec<String> = call.resources.iter().map(|r| key(*r)).collect();
                     for &node in &nodes {
-                        self.send_release(c, node, Tag::Clean { call: call.id }, &keys, &value);
+                        let tag = Tag::Clean { call: call.id };
+                        self.send_release(c, node, tag, &call.keys, &value);
                     }
                     let end = now.saturating_add(
                         u64::try_from(call.m.node_timeout().as_micros()).unwrap_or(u64::MAX),
@@ -401,20 +413,13 @@ impl World {
 
     /// The command for `request` of round `round`, and its tag.
     fn request(&self, call: &Call, round: u64, request: Request) -> (Tag, Cmd) {
-        let keys: Vec<String> = call.resources.iter().map(|r| key(*r)).collect();
         let ttl_ms = call.m.ttl_ms();
         let counter_ttl_ms = call
             .m
             .options()
             .get_fence_counter_ttl()
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        let fenced_keys = || {
-            let bytes: Vec<Vec<u8>> = keys.iter().map(|k| k.clone().into_bytes()).collect();
-            fencing::with_counters(&bytes)
-                .into_iter()
-                .map(|k| String::from_utf8_lossy(&k).into_owned())
-                .collect()
-        };
+        let round = u32::try_from(round).unwrap_or(u32::MAX);
         let vote = Tag::Acquire {
             call: call.id,
             round,
@@ -422,14 +427,14 @@ impl World {
         match request {
             Request::Acquire { value } => {
                 let value = value.to_string();
-                let cmd = match keys.as_slice() {
+                let cmd = match call.keys.as_slice() {
                     [k] => Cmd::SetNx {
                         key: k.clone(),
                         value,
                         ttl_ms,
                     },
-                    _ => Cmd::AcquireMulti {
-                        keys,
+                    keys => Cmd::AcquireMulti {
+                        keys: keys.to_vec(),
                         value,
                         ttl_ms,
                     },
@@ -438,7 +443,7 @@ impl World {
             }
             Request::FencedAcquire { value } => {
                 let cmd = Cmd::FencedAcquire {
-                    keys: fenced_keys(),
+                    keys: call.fence_keys.clone(),
                     value: value.to_string(),
                     ttl_ms,
                     counter_ttl_ms,
@@ -447,7 +452,7 @@ impl World {
             }
             Request::Raise { value, tokens } => {
                 let cmd = Cmd::Raise {
-                    keys: fenced_keys(),
+                    keys: call.fence_keys.clone(),
                     value: value.to_string(),
                     tokens: tokens.to_vec(),
                     counter_ttl_ms,
@@ -490,7 +495,7 @@ impl World {
         self.hold_tick(c, Box::new(h));
     }
 
-    fn on_extend_reply(&mut self, c: usize, node: usize, round: u64, reply: &Reply) {
+    fn on_extend_reply(&mut self, c: usize, node: usize, round: u32, reply: &Reply) {
         if round != self.clients[c].extend_round {
             return;
         }

@@ -7,33 +7,34 @@ use std::collections::BinaryHeap;
 
 use crate::node::{Cmd, Reply};
 
-/// What a request belongs to; its reply carries the same tag back.
+/// What a request belongs to; its reply carries the same tag back. (32-bit ids keep an event
+/// small: the event queue moves events around on every push and pop.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tag {
     /// A vote (`SET NX`, ACQUIRE-MULTI or FENCED-ACQUIRE) of round `round` of the client's
     /// acquire call `call` (the machine's round ids restart with each call).
     Acquire {
         /// The client's call.
-        call: u64,
+        call: u32,
         /// The machine's round.
-        round: u64,
+        round: u32,
     },
     /// Fencing phase 2 (RAISE), round `round` of call `call`.
     Raise {
         /// The client's call.
-        call: u64,
+        call: u32,
         /// The machine's round.
-        round: u64,
+        round: u32,
     },
     /// The cleanup of a failed attempt of call `call` (RELEASE of its value).
     Clean {
         /// The client's call.
-        call: u64,
+        call: u32,
     },
     /// The holder's extend round `round`.
     Extend {
         /// The client's extend round.
-        round: u64,
+        round: u32,
     },
     /// The holder's release: nobody waits for the reply.
     Release,
