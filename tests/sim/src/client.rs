@@ -12,7 +12,7 @@
 //!   its cleanup round; the next attempt waits for it;
 //! * `Output::Listen` is ignored: the simulation has no release notices, so a waiting call
 //!   is never woken early and always waits its full retry delay;
-//! * its clock is the client's clock ([`World::mono`]), its randomness the world's seeded
+//! * its clock is the client's clock (`World::mono`), its randomness the world's seeded
 //!   generator ([`crate::rng`]);
 //! * at the end of the run a call still waiting between attempts is cancelled.
 //!
@@ -137,7 +137,7 @@ pub struct Client {
     calls: u32,
     /// Extend rounds started.
     extend_round: u32,
-    /// The latest monotonic reading ([`World::mono`]).
+    /// The latest monotonic reading (`World::mono`).
     mono: u64,
 }
 

@@ -3,7 +3,7 @@
 //! on): the acquisition-side mutants are planted in the protocol's own acquisition machine
 //! (`Acquisition::with_mutant`), at the decisions they break. The holder's extend is still
 //! sequenced by the simulator ([`crate::client`]), so the same mutants alter its calls into
-//! proto here ([`HolderMutant`]), and `ExtendSet` lives in the simulator's extend alone.
+//! proto here (`HolderMutant`), and `ExtendSet` lives in the simulator's extend alone.
 
 use std::time::Duration;
 
