@@ -189,6 +189,8 @@ pub struct Acquisition {
     history: Vec<Report>,
     state: State,
     out: VecDeque<Output>,
+    #[cfg(feature = "mutants")]
+    mutant: crate::mutant::Mutant,
 }
 
 fn micros(d: Duration) -> u64 {
@@ -226,7 +228,17 @@ impl Acquisition {
             history: Vec::new(),
             state: State::Ready,
             out: VecDeque::new(),
+            #[cfg(feature = "mutants")]
+            mutant: crate::mutant::Mutant::None,
         })
+    }
+
+    /// The same call with `mutant` planted in its decisions (the simulator's mutants; see
+    /// [`crate::mutant`]).
+    #[cfg(feature = "mutants")]
+    pub fn with_mutant(mut self, mutant: crate::mutant::Mutant) -> Self {
+        self.mutant = mutant;
+        self
     }
 
     /// The TTL in milliseconds, for the requests.
@@ -454,6 +466,8 @@ impl Acquisition {
             now_us,
             self.node_timeout,
         );
+        #[cfg(feature = "mutants")]
+        let tally = tally.with_mutant(self.mutant);
         self.state = State::Voting(Box::new(Attempt {
             value,
             t1: now_us,
@@ -483,13 +497,21 @@ impl Acquisition {
     fn voted(&mut self, a: Attempt, now_us: u64) {
         let round = a.tally.round().clone();
         let q = quorum(self.members.len());
-        if !self.opts.get_fenced() || round.count(NodeKind::Ok) < q {
+        let votes = round.count(NodeKind::Ok);
+        #[cfg(feature = "mutants")]
+        let votes = self.mutant.votes(votes);
+        if !self.opts.get_fenced() || votes < q {
             return self.judge(a, round, None, now_us);
         }
         let Some(p1) = fencing::phase1(&round, &a.counters) else {
             return self.judge(a, round, None, now_us);
         };
-        if p1.settled(self.members.len()) {
+        let settled = p1.settled(self.members.len());
+        #[cfg(feature = "mutants")]
+        let settled = settled
+            || self.mutant == crate::mutant::Mutant::NoPhase2
+            || self.mutant.votes(p1.held) >= q;
+        if settled {
             return self.judge(a, round, Some(p1.tokens), now_us);
         }
         self.round += 1;
@@ -539,6 +561,8 @@ impl Acquisition {
                 ));
             }
         }
+        #[cfg(feature = "mutants")]
+        let held = self.mutant.votes(held);
         let tokens = (held >= quorum(self.members.len())).then_some(tokens);
         self.judge(attempt, phase1, tokens, now_us);
     }
@@ -548,16 +572,25 @@ impl Acquisition {
     fn judge(&mut self, a: Attempt, round: Round, tokens: Option<Vec<u64>>, now_us: u64) {
         let fence_failed = self.opts.get_fenced() && tokens.is_none();
         let elapsed = Duration::from_micros(now_us.saturating_sub(a.t1));
-        let v = validity_us(self.ttl, elapsed, self.drift);
-        let (kind, message) = match verdict(&round, v, self.min_validity_us, fence_failed) {
+        let (drift, valid_from) = (self.drift, a.t1);
+        #[cfg(feature = "mutants")]
+        let (elapsed, drift, valid_from) = {
+            use crate::mutant::Mutant;
+            match self.mutant {
+                Mutant::NoElapsed => (Duration::ZERO, drift, now_us),
+                Mutant::NoDrift => (elapsed, Duration::ZERO, valid_from),
+                _ => (elapsed, drift, valid_from),
+            }
+        };
+        let v = validity_us(self.ttl, elapsed, drift);
+        let (kind, message) = match self.verdict(&round, v, fence_failed) {
             AttemptVerdict::Granted => {
                 let grant = Grant {
                     value: a.value,
                     t1_us: a.t1,
                     t2_us: now_us,
-                    valid_until_us: a
-                        .t1
-                        .saturating_add(micros(self.ttl.saturating_sub(self.drift))),
+                    valid_until_us: valid_from
+                        .saturating_add(micros(self.ttl.saturating_sub(drift))),
                     attempts: self.attempt,
                     report: round.into_report(),
                     history: std::mem::take(&mut self.history),
@@ -568,6 +601,8 @@ impl Acquisition {
             AttemptVerdict::Failed(kind, message) => (kind, message),
         };
         let dirty = self.dirty(&round);
+        #[cfg(feature = "mutants")]
+        let dirty = dirty.filter(|_| self.mutant != crate::mutant::Mutant::NoCleanup);
         let votes = round.count(NodeKind::Ok);
         let report = round.into_report();
         remember(&mut self.history, &report, MAX_ATTEMPT_REPORTS);
@@ -612,6 +647,15 @@ impl Acquisition {
             woken: false,
             last: None,
         });
+    }
+
+    /// The verdict on a decided attempt's `round` with `v` µs of validity left.
+    fn verdict(&self, round: &Round, v: i64, fence_failed: bool) -> AttemptVerdict {
+        #[cfg(feature = "mutants")]
+        if let Some(phantom) = self.mutant.phantom_vote(round) {
+            return verdict(&phantom, v, self.min_validity_us, fence_failed);
+        }
+        verdict(round, v, self.min_validity_us, fence_failed)
     }
 
     /// The nodes a failed or abandoned attempt must clean, or `None` when there are none.

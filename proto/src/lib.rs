@@ -10,6 +10,10 @@
 //! ([`config`]), the error model ([`error`], [`report`]), the quorum arithmetic and the
 //! verdicts of a round ([`quorum`]), lock values ([`value`]) and the Lua scripts
 //! ([`scripts`]). It builds for `wasm32-unknown-unknown`.
+//!
+//! The cargo feature `mutants` (off by default, enabled only by the simulator
+//! `quorumlock-sim`) adds `mutant`: deliberate protocol bugs the simulator plants in an
+//! acquisition to show that its checker catches them.
 #![forbid(unsafe_code)]
 
 pub mod acquire;
@@ -19,6 +23,8 @@ pub mod config;
 pub mod error;
 pub mod extend;
 pub mod fencing;
+#[cfg(feature = "mutants")]
+pub mod mutant;
 pub mod probe;
 pub mod quorum;
 pub mod report;

@@ -21,6 +21,8 @@ pub struct Tally {
     round: Round,
     answered: usize,
     ok: usize,
+    #[cfg(feature = "mutants")]
+    mutant: crate::mutant::Mutant,
 }
 
 impl Tally {
@@ -45,7 +47,16 @@ impl Tally {
             round: Round { results },
             answered: 0,
             ok: 0,
+            #[cfg(feature = "mutants")]
+            mutant: crate::mutant::Mutant::None,
         }
+    }
+
+    /// The same round with `mutant`'s count of votes in its early decision.
+    #[cfg(feature = "mutants")]
+    pub fn with_mutant(mut self, mutant: crate::mutant::Mutant) -> Self {
+        self.mutant = mutant;
+        self
     }
 
     /// When the round's silent nodes time out.
@@ -83,7 +94,10 @@ impl Tally {
     /// the quorum is reached or has become impossible.
     pub fn is_decided(&self) -> bool {
         let n = self.round.results.len();
-        self.answered >= n || Round::decided(self.decide, n, self.answered, self.ok)
+        let ok = self.ok;
+        #[cfg(feature = "mutants")]
+        let ok = self.mutant.votes(ok);
+        self.answered >= n || Round::decided(self.decide, n, self.answered, ok)
     }
 
     /// Marks the nodes still silent at `now_us` as timeouts if the deadline has passed, and

@@ -351,3 +351,68 @@ fn answers_that_arrive_together_are_all_reported() {
     };
     assert_eq!(e.report().count(NodeKind::Quarantined), 3, "{e}");
 }
+
+/// Each hook of the simulator's mutants changes the decision it names, and only that one.
+#[cfg(feature = "mutants")]
+mod mutants {
+    use super::*;
+    use crate::mutant::Mutant;
+
+    fn planted(n: usize, opts: LockOptions, mutant: Mutant) -> Acquisition {
+        machine(n, opts).with_mutant(mutant)
+    }
+
+    fn granted(rest: &[Output]) -> &Grant {
+        let [Output::Done(Ok(g))] = rest else {
+            panic!("{rest:?}")
+        };
+        g
+    }
+
+    #[test]
+    fn quorum_half_decides_and_grants_on_two_of_five() {
+        let mut m = planted(5, opts(), Mutant::QuorumHalf);
+        let (sends, _) = drain(&mut m, 1_000);
+        m.handle_answer(sends[0].0, 0, Ok(NodeKind::Ok), 1_100);
+        assert!(drain(&mut m, 1_100).1.is_empty());
+        m.handle_answer(sends[0].0, 1, Ok(NodeKind::Ok), 1_200);
+        let (_, rest) = drain(&mut m, 1_200);
+        assert_eq!(granted(&rest).report.count(NodeKind::Ok), 2);
+    }
+
+    #[test]
+    fn validity_terms_and_cleanup() {
+        let ttl = Duration::from_secs(10);
+        let drift = timing().drift(ttl);
+        for (mutant, valid_until) in [
+            (Mutant::None, 1_000 + micros(ttl - drift)),
+            (Mutant::NoDrift, 1_000 + micros(ttl)),
+            (Mutant::NoElapsed, 1_500 + micros(ttl - drift)),
+        ] {
+            let mut m = planted(1, opts(), mutant);
+            let (sends, _) = drain(&mut m, 1_000);
+            m.handle_answer(sends[0].0, 0, Ok(NodeKind::Ok), 1_500);
+            let (_, rest) = drain(&mut m, 1_500);
+            assert_eq!(granted(&rest).valid_until_us, valid_until, "{mutant:?}");
+        }
+        let mut m = planted(1, opts(), Mutant::NoCleanup);
+        let (sends, _) = drain(&mut m, 1_000);
+        m.handle_answer(sends[0].0, 0, Ok(NodeKind::Timeout), 1_500);
+        let (_, rest) = drain(&mut m, 1_500);
+        assert!(
+            matches!(rest[..], [Output::Done(Err(_))]),
+            "no Clean: {rest:?}"
+        );
+    }
+
+    #[test]
+    fn no_phase2_takes_the_tokens_of_phase_one() {
+        let mut m = planted(3, opts().fenced(true), Mutant::NoPhase2);
+        let (sends, _) = drain(&mut m, 1_000);
+        m.handle_counters(sends[0].0, 0, vec![7], 1_100);
+        m.handle_counters(sends[0].0, 1, vec![5], 1_100);
+        let (raises, rest) = drain(&mut m, 1_100);
+        assert!(raises.is_empty());
+        assert_eq!(granted(&rest).tokens, Some(vec![7]));
+    }
+}

@@ -1,43 +1,68 @@
-//! Simulated clients driven by `quorumlock-proto`, sequenced as `core/src/acquire.rs` and
-//! `core/src/lock.rs` do: fan out to every node, collect a `Round` until `Round::decided` or the
-//! node timeout, fencing phase 2 when needed, the verdict on the validity measured on the
-//! client's clock, cleanup per `cleanup_plan`, retries per `next_attempt`; the holder works,
-//! optionally extends, and releases.
+//! Simulated clients. An acquire call is the protocol's own acquisition machine,
+//! `quorumlock_proto::acquisition::Acquisition`, the one the engine's `core/src/acquire.rs`
+//! drives; this module is its driver in simulated time, as core's is in tokio time:
+//!
+//! * its requests go over the client's links, tagged with the call and the machine's round,
+//!   and the replies come back as answers (`SET NX` / ACQUIRE-MULTI, FENCED-ACQUIRE with its
+//!   counters, RAISE), mapped to node kinds as core's `node/ops.rs` maps Redis replies;
+//! * its deadlines (the round's node timeout, the wait before the next attempt) are the
+//!   client's timer;
+//! * a failed attempt's cleanup (`Output::Clean`) sends RELEASE to the nodes it names and
+//!   calls `handle_cleaned` once each answered or `node_timeout` passed, as core waits for
+//!   its cleanup round; the next attempt waits for it;
+//! * `Output::Listen` is ignored: the simulation has no release notices, so a waiting call
+//!   is never woken early and always waits its full retry delay;
+//! * its clock is the client's clock (`World::mono`), its randomness the world's seeded
+//!   generator ([`crate::rng`]);
+//! * at the end of the run a call still waiting between attempts is cancelled.
+//!
+//! The mutants of the acquisition are planted in the machine (`Acquisition::with_mutant`).
+//! The holder side is still sequenced here, as `core/src/lock.rs` does: the holder works,
+//! optionally extends (its round judged by `quorumlock_proto::extend::verdict`), and releases.
 
 use std::time::Duration;
 
-use quorumlock_proto::acquire::{AttemptVerdict, next_attempt};
+use quorumlock_proto::acquisition::{Acquisition, Grant, Output, Request};
 use quorumlock_proto::extend::Verdict;
 use quorumlock_proto::fencing;
 use quorumlock_proto::quorum::Round;
 use quorumlock_proto::report::{NodeKind, NodeResult};
-use quorumlock_proto::value;
+use quorumlock_proto::round::Answer;
 
 use crate::checker::Window;
 use crate::clock::Clock;
+use crate::event::Tag;
+use crate::mutant::{HolderMutant, Mutant};
 use crate::node::{Cmd, Reply};
 use crate::world::World;
 
 const MS: i64 = 1_000;
 
-/// One acquire call: its resources, when it started (client clock), attempts so far.
-#[derive(Clone, Debug)]
+/// One acquire call: the protocol's machine and what its driver keeps.
+#[derive(Debug)]
 pub(crate) struct Call {
+    /// The client's call number (tags its messages).
+    id: u32,
     resources: Vec<usize>,
-    start: i64,
-    attempt: u32,
+    /// The lock keys, and the lock keys followed by their counters (fenced requests).
+    keys: Vec<String>,
+    fence_keys: Vec<String>,
+    m: Acquisition,
+    /// The cleanup in progress: the nodes that have not answered yet, and when it ends
+    /// anyway (client µs).
+    cleaning: Option<(Vec<usize>, u64)>,
 }
 
-/// A round in progress: its replies.
+/// An extend round in progress: its replies (acquisitions count theirs in the machine).
 #[derive(Clone, Debug)]
-pub(crate) struct Tally {
+pub(crate) struct ExtendTally {
     t1: i64,
     round: Round,
     answered: usize,
     ok: usize,
 }
 
-impl Tally {
+impl ExtendTally {
     fn new(n: usize, t1: i64) -> Self {
         let results = (0..n)
             .map(|i| NodeResult::new(i, "", NodeKind::Pending, None, None))
@@ -74,24 +99,6 @@ impl Tally {
     }
 }
 
-/// Fencing phase 2 in progress.
-#[derive(Clone, Debug)]
-pub(crate) struct Raise {
-    tokens: Vec<u64>,
-    held: usize,
-    waiting: Vec<usize>,
-}
-
-/// One attempt of a call.
-#[derive(Clone, Debug)]
-pub(crate) struct Attempt {
-    call: Call,
-    value: String,
-    tally: Tally,
-    counters: Vec<Option<Vec<u64>>>,
-    raise: Option<Raise>,
-}
-
 /// A granted lock.
 #[derive(Clone, Debug)]
 pub(crate) struct Hold {
@@ -104,16 +111,14 @@ pub(crate) struct Hold {
     release_at: i64,
     next_extend: i64,
     tokens: Option<Vec<u64>>,
-    ext: Option<Tally>,
+    ext: Option<ExtendTally>,
 }
 
 /// What a client is doing.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) enum Phase {
     Idle,
-    Acquiring(Box<Attempt>),
-    Raising(Box<Attempt>),
-    Backoff(Call),
+    Acquiring(Box<Call>),
     Holding(Box<Hold>),
     Extending(Box<Hold>),
     Done,
@@ -124,9 +129,16 @@ pub(crate) enum Phase {
 pub struct Client {
     pub(crate) clock: Clock,
     pub(crate) epoch: u64,
+    /// The true time the current timer is armed for (`None` once it fired).
+    pub(crate) timer_at: Option<i64>,
     pub(crate) paused_until: i64,
     pub(crate) phase: Phase,
-    round: u64,
+    /// Acquire calls started.
+    calls: u32,
+    /// Extend rounds started.
+    extend_round: u32,
+    /// The latest monotonic reading (`World::mono`).
+    mono: u64,
 }
 
 impl Client {
@@ -134,9 +146,12 @@ impl Client {
         Self {
             clock: Clock::new(0, 1.0),
             epoch: 0,
+            timer_at: None,
             paused_until: 0,
             phase: Phase::Idle,
-            round: 0,
+            calls: 0,
+            extend_round: 0,
+            mono: 0,
         }
     }
 }
@@ -153,19 +168,53 @@ fn since(a: i64, b: i64) -> Duration {
     Duration::from_micros(u64::try_from(b - a).unwrap_or(0))
 }
 
+fn signed(t: u64) -> i64 {
+    i64::try_from(t).unwrap_or(i64::MAX)
+}
+
+/// What node `reply` means for an acquire (or, with `raise`, a RAISE) request, as core's
+/// `node/ops.rs` reads Redis replies; FENCED-ACQUIRE's counters come back separately.
+fn answer(reply: &Reply, raise: bool) -> (Answer, Option<Vec<u64>>) {
+    let unexpected = || Err((NodeKind::Protocol, format!("unexpected reply {reply:?}")));
+    match reply {
+        Reply::Ok | Reply::Int(1) => (Ok(NodeKind::Ok), None),
+        Reply::Int(0) if raise => (Ok(NodeKind::NotHeld), None),
+        Reply::Nil | Reply::Int(0) if !raise => (Ok(NodeKind::HeldByOther), None),
+        Reply::Ints(t) if !raise => {
+            let counters: Option<Vec<u64>> = t
+                .iter()
+                .map(|x| u64::try_from(*x).ok().filter(|x| *x > 0))
+                .collect();
+            match counters {
+                Some(c) => (Ok(NodeKind::Ok), Some(c)),
+                None => (unexpected(), None),
+            }
+        }
+        _ => (unexpected(), None),
+    }
+}
+
 impl World {
-    fn local(&self, c: usize) -> i64 {
-        self.clients[c].clock.local(self.q.now())
+    /// Client `c`'s monotonic clock in µs, the acquisition machine's time. Client clocks model
+    /// the engine's `CLOCK_BOOTTIME`: they start at 0, never jump (the scenarios' clock
+    /// jumps hit node clocks only) and run at their rate; a reading is never below the
+    /// previous one (a backward step, were a scenario ever to make one, would read as a
+    /// clock that stood still), nor below 0.
+    pub(crate) fn mono(&mut self, c: usize) -> u64 {
+        let client = &mut self.clients[c];
+        let local = u64::try_from(client.clock.local(self.q.now())).unwrap_or(0);
+        client.mono = client.mono.max(local);
+        client.mono
+    }
+
+    /// The same reading as a signed client time (the holder's arithmetic).
+    fn local(&mut self, c: usize) -> i64 {
+        signed(self.mono(c))
     }
 
     fn timer_local(&mut self, c: usize, local: i64) {
         let at = self.clients[c].clock.true_at(local);
         self.set_timer_at(c, at);
-    }
-
-    fn new_round(&mut self, c: usize) -> u64 {
-        self.clients[c].round += 1;
-        self.clients[c].round
     }
 
     fn ttl(&self) -> Duration {
@@ -186,24 +235,16 @@ impl World {
                     self.start_call(c);
                 }
             }
-            Phase::Acquiring(mut a) => {
-                a.tally.time_out();
-                self.finish_acquire(c, a);
-            }
-            Phase::Raising(mut a) => {
-                if let Some(r) = &mut a.raise {
-                    for w in r.waiting.drain(..) {
-                        a.tally.round.results[w].kind = NodeKind::Timeout;
-                    }
+            Phase::Acquiring(mut call) => {
+                let now = self.mono(c);
+                if call.cleaning.as_ref().is_some_and(|(_, end)| now >= *end) {
+                    call.cleaning = None;
+                    call.m.handle_cleaned(now);
                 }
-                self.finish_raise(c, *a);
-            }
-            Phase::Backoff(call) => {
-                if self.q.now() >= self.stop_at {
-                    self.note(|| format!("client {c} gives up: the run is over"));
-                } else {
-                    self.start_attempt(c, call);
+                if call.m.poll_timeout().is_some_and(|at| now >= at) {
+                    call.m.handle_timeout(now);
                 }
+                self.drive(c, call);
             }
             Phase::Holding(h) => self.hold_tick(c, h),
             Phase::Extending(mut h) => {
@@ -216,74 +257,67 @@ impl World {
         }
     }
 
-    pub(crate) fn on_reply(&mut self, c: usize, node: usize, round: u64, reply: &Reply) {
-        if round != self.clients[c].round {
+    pub(crate) fn on_reply(&mut self, c: usize, node: usize, tag: Tag, reply: &Reply) {
+        match tag {
+            Tag::Acquire { call, round } => self.on_answer(c, node, (call, round), false, reply),
+            Tag::Raise { call, round } => self.on_answer(c, node, (call, round), true, reply),
+            Tag::Clean { call } => self.on_cleaned(c, node, call),
+            Tag::Extend { round } => self.on_extend_reply(c, node, round, reply),
+            Tag::Release => {}
+        }
+    }
+
+    /// A node answered a vote (or with `raise`, a RAISE) of round `round` of call `id`.
+    fn on_answer(
+        &mut self,
+        c: usize,
+        node: usize,
+        (id, round): (u32, u32),
+        raise: bool,
+        reply: &Reply,
+    ) {
+        let now = self.mono(c);
+        let Phase::Acquiring(call) = &mut self.clients[c].phase else {
+            return;
+        };
+        if call.id != id {
             return;
         }
-        let n = self.nodes.len();
-        let mutant = self.mutant;
-        match &mut self.clients[c].phase {
-            Phase::Acquiring(a) => {
-                let (kind, counters) = match reply {
-                    Reply::Ok | Reply::Int(1) => (NodeKind::Ok, None),
-                    Reply::Ints(t) => (
-                        NodeKind::Ok,
-                        Some(t.iter().map(|x| u64::try_from(*x).unwrap_or(0)).collect()),
-                    ),
-                    Reply::Nil | Reply::Int(0) => (NodeKind::HeldByOther, None),
-                    _ => (NodeKind::Protocol, None),
-                };
-                if !a.tally.record(node, kind) {
-                    return;
-                }
-                a.counters[node] = counters;
-                if mutant.decided(n, a.tally.answered, a.tally.ok) {
-                    let Phase::Acquiring(a) =
-                        std::mem::replace(&mut self.clients[c].phase, Phase::Done)
-                    else {
-                        return;
-                    };
-                    self.finish_acquire(c, a);
-                }
-            }
-            Phase::Raising(a) => {
-                let Some(r) = &mut a.raise else { return };
-                let Some(pos) = r.waiting.iter().position(|w| *w == node) else {
-                    return;
-                };
-                r.waiting.remove(pos);
-                if *reply == Reply::Int(1) {
-                    r.held += 1;
-                } else {
-                    a.tally.round.results[node].kind = NodeKind::NotHeld;
-                }
-                if r.waiting.is_empty() {
-                    let Phase::Raising(a) =
-                        std::mem::replace(&mut self.clients[c].phase, Phase::Done)
-                    else {
-                        return;
-                    };
-                    self.finish_raise(c, *a);
-                }
-            }
-            Phase::Extending(h) => {
-                let Some(t) = &mut h.ext else { return };
-                let kind = match reply {
-                    Reply::Ok | Reply::Int(1) => NodeKind::Ok,
-                    Reply::Int(0) => NodeKind::NotHeld,
-                    Reply::Int(-1) => NodeKind::HeldByOther,
-                    _ => NodeKind::Protocol,
-                };
-                if t.record(node, kind) && mutant.decided(n, t.answered, t.ok) {
-                    let Phase::Extending(h) =
-                        std::mem::replace(&mut self.clients[c].phase, Phase::Done)
-                    else {
-                        return;
-                    };
-                    self.finish_extend(c, h);
-                }
-            }
-            _ => {}
+        let (answer, counters) = answer(reply, raise);
+        let round = u64::from(round);
+        let counted = match counters {
+            Some(counters) => call.m.handle_counters(round, node, counters, now),
+            None => call.m.handle_answer(round, node, answer, now),
+        };
+        if counted {
+            self.resume(c);
+        }
+    }
+
+    /// A node answered the cleanup of call `id`: once every node did, the machine moves on.
+    fn on_cleaned(&mut self, c: usize, node: usize, id: u32) {
+        let now = self.mono(c);
+        let Phase::Acquiring(call) = &mut self.clients[c].phase else {
+            return;
+        };
+        let Some((pending, _)) = &mut call.cleaning else {
+            return;
+        };
+        if call.id != id {
+            return;
+        }
+        pending.retain(|n| *n != node);
+        if pending.is_empty() {
+            call.cleaning = None;
+            call.m.handle_cleaned(now);
+            self.resume(c);
+        }
+    }
+
+    /// Drives the acquisition of client `c` after an event changed it.
+    fn resume(&mut self, c: usize) {
+        if let Phase::Acquiring(call) = std::mem::replace(&mut self.clients[c].phase, Phase::Done) {
+            self.drive(c, call);
         }
     }
 
@@ -293,170 +327,200 @@ impl World {
         if resources.is_empty() {
             resources.push(usize::try_from(self.rng.range(0, r as i64 - 1)).unwrap_or(0));
         }
-        let call = Call {
-            resources,
-            start: self.local(c),
-            attempt: 0,
-        };
-        self.start_attempt(c, call);
-    }
-
-    fn start_attempt(&mut self, c: usize, mut call: Call) {
-        call.attempt += 1;
-        let n = self.nodes.len();
-        let value = value::from_random(&self.rng.bytes());
-        let keys: Vec<String> = call.resources.iter().map(|r| key(*r)).collect();
-        let ttl_ms = self.sc.ttl_ms;
-        let cmd = if self.sc.fenced {
-            let bytes: Vec<Vec<u8>> = keys.iter().map(|k| k.clone().into_bytes()).collect();
-            let all = fencing::with_counters(&bytes)
-                .into_iter()
-                .map(|k| String::from_utf8_lossy(&k).into_owned())
-                .collect();
-            Cmd::FencedAcquire {
-                keys: all,
-                value: value.clone(),
-                ttl_ms,
-                counter_ttl_ms: 0,
-            }
-        } else if let [k] = keys.as_slice() {
-            Cmd::SetNx {
-                key: k.clone(),
-                value: value.clone(),
-                ttl_ms,
-            }
-        } else {
-            Cmd::AcquireMulti {
-                keys,
-                value: value.clone(),
-                ttl_ms,
-            }
-        };
-        let t1 = self.local(c);
-        let round = self.new_round(c);
-        self.note(|| {
-            format!(
-                "client {c} attempt {} on {:?} value {}",
-                call.attempt,
-                call.resources,
-                &value[..8]
-            )
-        });
-        for node in 0..n {
-            self.send(c, node, round, cmd.clone());
-        }
-        self.clients[c].phase = Phase::Acquiring(Box::new(Attempt {
-            call,
-            value,
-            tally: Tally::new(n, t1),
-            counters: vec![None; n],
-            raise: None,
-        }));
-        let deadline = t1 + self.node_timeout();
-        self.timer_local(c, deadline);
-    }
-
-    fn fence_keys(&self, resources: &[usize]) -> Vec<String> {
-        let mut keys: Vec<String> = resources.iter().map(|r| key(*r)).collect();
-        let counters: Vec<String> = keys.iter().map(|k| format!("{k}:fence")).collect();
-        keys.extend(counters);
-        keys
-    }
-
-    fn finish_acquire(&mut self, c: usize, mut a: Box<Attempt>) {
-        let n = self.nodes.len();
-        let mut tokens = None;
-        if self.sc.fenced
-            && self
-                .mutant
-                .quorum_reached(n, a.tally.round.count(NodeKind::Ok))
-            && let Some(p) = fencing::phase1(&a.tally.round, &a.counters)
-        {
-            if self.mutant.settled(p.held, n) {
-                tokens = Some(p.tokens);
-            } else {
-                let round = self.new_round(c);
-                let keys = self.fence_keys(&a.call.resources);
-                for &i in &p.lagging {
-                    let cmd = Cmd::Raise {
-                        keys: keys.clone(),
-                        value: a.value.clone(),
-                        tokens: p.tokens.clone(),
-                        counter_ttl_ms: 0,
-                    };
-                    self.send(c, i, round, cmd);
-                }
-                self.note(|| format!("client {c} phase 2 on {:?}", p.lagging));
-                a.raise = Some(Raise {
-                    tokens: p.tokens,
-                    held: p.held,
-                    waiting: p.lagging,
-                });
-                self.clients[c].phase = Phase::Raising(a);
-                let deadline = self.local(c) + self.node_timeout();
-                self.timer_local(c, deadline);
+        let now = self.mono(c);
+        let m = match Acquisition::new(self.members.clone(), self.opts.clone(), &self.timing, now) {
+            Ok(m) => m.with_mutant(self.mutant),
+            Err(e) => {
+                self.note(|| format!("client {c} cannot acquire: {e}"));
                 return;
             }
-        }
-        self.conclude(c, *a, tokens);
+        };
+        self.clients[c].calls += 1;
+        let keys: Vec<String> = resources.iter().map(|r| key(*r)).collect();
+        let bytes: Vec<Vec<u8>> = keys.iter().map(|k| k.clone().into_bytes()).collect();
+        let fence_keys = fencing::with_counters(&bytes)
+            .into_iter()
+            .map(|k| String::from_utf8_lossy(&k).into_owned())
+            .collect();
+        let call = Call {
+            id: self.clients[c].calls,
+            resources,
+            keys,
+            fence_keys,
+            m,
+            cleaning: None,
+        };
+        self.drive(c, Box::new(call));
     }
 
-    fn finish_raise(&mut self, c: usize, mut a: Attempt) {
-        let n = self.nodes.len();
-        let tokens = a
-            .raise
-            .take()
-            .and_then(|r| self.mutant.quorum_reached(n, r.held).then_some(r.tokens));
-        self.conclude(c, a, tokens);
-    }
-
-    fn conclude(&mut self, c: usize, a: Attempt, tokens: Option<Vec<u64>>) {
-        let t2 = self.local(c);
-        let ttl = self.ttl();
-        let drift = self.mutant.drift(&self.timing, ttl);
-        let v = self.mutant.validity_us(ttl, since(a.tally.t1, t2), drift);
-        let min_v = us(self.opts.effective_min_validity(ttl));
-        let fence_failed = self.sc.fenced && tokens.is_none();
-        let verdict = self.mutant.verdict(&a.tally.round, v, min_v, fence_failed);
-        self.note(|| format!("client {c} verdict {verdict:?} validity {v} µs"));
-        match verdict {
-            AttemptVerdict::Granted => {
-                let start = self.mutant.validity_start(a.tally.t1, t2);
-                let hold = self
-                    .rng
-                    .range(self.sc.hold_ms.0 * MS, self.sc.hold_ms.1 * MS);
-                let interval = us(self.opts.effective_extend_interval(ttl));
-                let h = Hold {
-                    resources: a.call.resources,
-                    value: a.value,
-                    acquired: self.q.now(),
-                    valid_until: start + us(ttl - drift),
-                    release_at: t2 + hold,
-                    next_extend: t2 + interval,
-                    tokens,
-                    ext: None,
-                };
-                self.hold_tick(c, Box::new(h));
-            }
-            AttemptVerdict::Failed(..) => {
-                let keys: Vec<String> = a.call.resources.iter().map(|r| key(*r)).collect();
-                for node in self.mutant.cleanup_plan(&a.tally.round) {
-                    self.send_release(c, node, &keys, &a.value);
+    /// Acts on the machine's outputs until it has none, then arms the timer for its next
+    /// deadline (or the cleanup's).
+    fn drive(&mut self, c: usize, mut call: Box<Call>) {
+        loop {
+            let now = self.mono(c);
+            let Some(out) = call.m.poll_output(now, &mut self.rng) else {
+                break;
+            };
+            match out {
+                Output::Attempt { number } => {
+                    let resources = &call.resources;
+                    self.note(|| format!("client {c} attempt {number} on {resources:?}"));
                 }
-                let elapsed = since(a.call.start, t2);
-                let next = next_attempt(&self.opts, a.call.attempt, elapsed, self.rng.bytes());
-                match next {
-                    Some(d) if self.q.now() < self.stop_at => {
-                        self.clients[c].phase = Phase::Backoff(a.call);
-                        self.timer_local(c, t2 + us(d));
+                Output::Send {
+                    round,
+                    node,
+                    request,
+                } => {
+                    let (tag, cmd) = self.request(&call, round, request);
+                    self.send(c, node, tag, cmd);
+                }
+                Output::Clean { nodes, value } => {
+                    self.note(|| format!("client {c} cleans {nodes:?}"));
+                    for &node in &nodes {
+                        let tag = Tag::Clean { call: call.id };
+                        self.send_release(c, node, tag, &call.keys, &value);
                     }
-                    _ => self.go_idle(c),
+                    let end = now.saturating_add(
+                        u64::try_from(call.m.node_timeout().as_micros()).unwrap_or(u64::MAX),
+                    );
+                    call.cleaning = Some((nodes, end));
                 }
+                // No release notices in the simulation: nothing to listen to.
+                Output::Listen => {}
+                Output::Done(Ok(grant)) => return self.granted(c, &call, grant),
+                Output::Done(Err(e)) => {
+                    self.note(|| format!("client {c} call failed: {e}"));
+                    return self.go_idle(c);
+                }
+            }
+        }
+        // The caller gives up at the end of the run: a call waiting between attempts is
+        // cancelled. Its outputs are all acted on by now (a failed attempt's cleanup is sent,
+        // only not awaited), and no request of its attempts is in flight. Without release notices, wanting
+        // one means exactly that the call waits for its next attempt.
+        if self.q.now() >= self.stop_at && call.m.wants_release_notice() {
+            let _ = call.m.cancel();
+            self.note(|| format!("client {c} gives up: the run is over"));
+            return;
+        }
+        let cleanup = call.cleaning.as_ref().map(|(_, end)| *end);
+        let wake = call.m.poll_timeout().into_iter().chain(cleanup).min();
+        self.clients[c].phase = Phase::Acquiring(call);
+        if let Some(at) = wake {
+            self.timer_local(c, signed(at));
+        }
+    }
+
+    /// The command for `request` of round `round`, and its tag.
+    fn request(&self, call: &Call, round: u64, request: Request) -> (Tag, Cmd) {
+        let ttl_ms = call.m.ttl_ms();
+        let counter_ttl_ms = call
+            .m
+            .options()
+            .get_fence_counter_ttl()
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let round = u32::try_from(round).unwrap_or(u32::MAX);
+        let vote = Tag::Acquire {
+            call: call.id,
+            round,
+        };
+        match request {
+            Request::Acquire { value } => {
+                let value = value.to_string();
+                let cmd = match call.keys.as_slice() {
+                    [k] => Cmd::SetNx {
+                        key: k.clone(),
+                        value,
+                        ttl_ms,
+                    },
+                    keys => Cmd::AcquireMulti {
+                        keys: keys.to_vec(),
+                        value,
+                        ttl_ms,
+                    },
+                };
+                (vote, cmd)
+            }
+            Request::FencedAcquire { value } => {
+                let cmd = Cmd::FencedAcquire {
+                    keys: call.fence_keys.clone(),
+                    value: value.to_string(),
+                    ttl_ms,
+                    counter_ttl_ms,
+                };
+                (vote, cmd)
+            }
+            Request::Raise { value, tokens } => {
+                let cmd = Cmd::Raise {
+                    keys: call.fence_keys.clone(),
+                    value: value.to_string(),
+                    tokens: tokens.to_vec(),
+                    counter_ttl_ms,
+                };
+                (
+                    Tag::Raise {
+                        call: call.id,
+                        round,
+                    },
+                    cmd,
+                )
             }
         }
     }
 
-    fn send_release(&mut self, c: usize, node: usize, keys: &[String], value: &str) {
+    /// The holder of `grant` starts its work.
+    fn granted(&mut self, c: usize, call: &Call, g: Grant) {
+        let (t2, valid_until) = (signed(g.t2_us), signed(g.valid_until_us));
+        self.note(|| {
+            format!(
+                "client {c} granted after {} attempts, valid until {valid_until} (client µs), tokens {:?}",
+                g.attempts, g.tokens
+            )
+        });
+        let ttl = self.ttl();
+        let hold = self
+            .rng
+            .range(self.sc.hold_ms.0 * MS, self.sc.hold_ms.1 * MS);
+        let interval = us(self.opts.effective_extend_interval(ttl));
+        let h = Hold {
+            resources: call.resources.clone(),
+            value: g.value.to_string(),
+            acquired: self.q.now(),
+            valid_until,
+            release_at: t2 + hold,
+            next_extend: t2 + interval,
+            tokens: g.tokens,
+            ext: None,
+        };
+        self.hold_tick(c, Box::new(h));
+    }
+
+    fn on_extend_reply(&mut self, c: usize, node: usize, round: u32, reply: &Reply) {
+        if round != self.clients[c].extend_round {
+            return;
+        }
+        let n = self.nodes.len();
+        let mutant = self.mutant;
+        let Phase::Extending(h) = &mut self.clients[c].phase else {
+            return;
+        };
+        let Some(t) = &mut h.ext else { return };
+        let kind = match reply {
+            Reply::Ok | Reply::Int(1) => NodeKind::Ok,
+            Reply::Int(0) => NodeKind::NotHeld,
+            Reply::Int(-1) => NodeKind::HeldByOther,
+            _ => NodeKind::Protocol,
+        };
+        if t.record(node, kind) && mutant.decided(n, t.answered, t.ok) {
+            let Phase::Extending(h) = std::mem::replace(&mut self.clients[c].phase, Phase::Done)
+            else {
+                return;
+            };
+            self.finish_extend(c, h);
+        }
+    }
+
+    fn send_release(&mut self, c: usize, node: usize, tag: Tag, keys: &[String], value: &str) {
         let cmd = match keys {
             [k] => Cmd::ReleaseOne {
                 key: k.clone(),
@@ -467,7 +531,7 @@ impl World {
                 value: value.to_owned(),
             },
         };
-        self.send(c, node, 0, cmd);
+        self.send(c, node, tag, cmd);
     }
 
     fn go_idle(&mut self, c: usize) {
@@ -509,10 +573,11 @@ impl World {
     fn start_extend(&mut self, c: usize, mut h: Box<Hold>) {
         let n = self.nodes.len();
         let t1 = self.local(c);
-        let round = self.new_round(c);
+        self.clients[c].extend_round += 1;
+        let round = self.clients[c].extend_round;
         let keys: Vec<String> = h.resources.iter().map(|r| key(*r)).collect();
         let (value, ttl_ms) = (h.value.clone(), self.sc.ttl_ms);
-        let cmd = if self.mutant == crate::mutant::Mutant::ExtendSet {
+        let cmd = if self.mutant == Mutant::ExtendSet {
             Cmd::SetAll {
                 keys,
                 value,
@@ -527,10 +592,10 @@ impl World {
         };
         self.note(|| format!("client {c} extends"));
         for node in 0..n {
-            self.send(c, node, round, cmd.clone());
+            self.send(c, node, Tag::Extend { round }, cmd.clone());
         }
         let deadline = t1 + self.node_timeout().min(h.valid_until - t1);
-        h.ext = Some(Tally::new(n, t1));
+        h.ext = Some(ExtendTally::new(n, t1));
         self.clients[c].phase = Phase::Extending(h);
         self.timer_local(c, deadline);
     }
@@ -591,7 +656,7 @@ impl World {
         }
         let keys: Vec<String> = h.resources.iter().map(|r| key(*r)).collect();
         for node in 0..self.nodes.len() {
-            self.send_release(c, node, &keys, &h.value);
+            self.send_release(c, node, Tag::Release, &keys, &h.value);
         }
         self.go_idle(c);
     }

@@ -7,17 +7,50 @@ use std::collections::BinaryHeap;
 
 use crate::node::{Cmd, Reply};
 
+/// What a request belongs to; its reply carries the same tag back. (32-bit ids keep an event
+/// small: the event queue moves events around on every push and pop.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tag {
+    /// A vote (`SET NX`, ACQUIRE-MULTI or FENCED-ACQUIRE) of round `round` of the client's
+    /// acquire call `call` (the machine's round ids restart with each call).
+    Acquire {
+        /// The client's call.
+        call: u32,
+        /// The machine's round.
+        round: u32,
+    },
+    /// Fencing phase 2 (RAISE), round `round` of call `call`.
+    Raise {
+        /// The client's call.
+        call: u32,
+        /// The machine's round.
+        round: u32,
+    },
+    /// The cleanup of a failed attempt of call `call` (RELEASE of its value).
+    Clean {
+        /// The client's call.
+        call: u32,
+    },
+    /// The holder's extend round `round`.
+    Extend {
+        /// The client's extend round.
+        round: u32,
+    },
+    /// The holder's release: nobody waits for the reply.
+    Release,
+}
+
 /// What happens at an instant.
 #[derive(Clone, Debug)]
 pub enum Event {
-    /// Request `round` from `client` reaches `node`.
+    /// A request from `client` reaches `node`.
     ToNode {
         /// Target node.
         node: usize,
         /// Sender.
         client: usize,
-        /// The client's round the request belongs to.
-        round: u64,
+        /// What the request belongs to.
+        tag: Tag,
         /// The command.
         cmd: Cmd,
     },
@@ -27,8 +60,8 @@ pub enum Event {
         client: usize,
         /// Replying node.
         node: usize,
-        /// The round of the request.
-        round: u64,
+        /// The request's tag.
+        tag: Tag,
         /// The reply.
         reply: Reply,
     },

@@ -2,11 +2,14 @@
 //!
 //! A deterministic simulator of quorumlock's Redlock protocol. One global event queue in
 //! simulated microseconds ([`event`]) drives simulated Redis nodes ([`node`]) with their own
-//! clocks ([`clock`]), per client×node links with delay and loss ([`link`]), and clients whose
-//! every decision is a call into `quorumlock-proto` ([`client`]). The [`checker`] flags
-//! overlapping holders, non-increasing fencing tokens and leaked keys. [`scenario`]s configure
-//! the faults; [`mutant`]s alter the proto calls. One seed gives one schedule ([`rng`]), so any
-//! failure replays exactly ([`world::run`] with `trace`).
+//! clocks ([`clock`]), per client×node links with delay and loss ([`link`]), and clients
+//! ([`client`]). A client's acquire call is `quorumlock_proto::acquisition::Acquisition`, the
+//! same state machine the engine drives (`core/src/acquire.rs`); [`client`] is its driver in
+//! simulated time, and also runs the holder (work, extend, release) with proto's verdicts.
+//! The [`checker`] flags overlapping holders, non-increasing fencing tokens and leaked keys.
+//! [`scenario`]s configure the faults; [`mutant`]s are planted in the machine (proto's feature
+//! `mutants`) or, for the extend, in the simulated holder. One seed gives one schedule
+//! ([`rng`]), so any failure replays exactly ([`world::run`] with `trace`).
 #![forbid(unsafe_code)]
 
 pub mod checker;

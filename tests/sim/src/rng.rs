@@ -1,5 +1,6 @@
 //! A seeded pseudo-random generator (splitmix64): the only source of randomness in a
-//! simulation, so one seed gives one schedule.
+//! simulation, so one seed gives one schedule. It is also the acquisition machine's
+//! [`quorumlock_proto::value::Random`].
 
 /// splitmix64 (Steele, Lea, Flood 2014): 64 bits of state, passes BigCrush, trivially seeded.
 #[derive(Clone, Debug)]
@@ -46,14 +47,21 @@ impl Rng {
         lo + (hi - lo) * self.unit()
     }
 
-    /// `N` random bytes.
-    pub fn bytes<const N: usize>(&mut self) -> [u8; N] {
-        let mut out = [0u8; N];
+    /// Fills `out` with random bytes, 8 per draw.
+    pub fn fill_bytes(&mut self, out: &mut [u8]) {
         for chunk in out.chunks_mut(8) {
             let b = self.next_u64().to_le_bytes();
             chunk.copy_from_slice(&b[..chunk.len()]);
         }
-        out
+    }
+}
+
+/// The acquisition machine's randomness (lock values, retry jitter, wake-up spread) in a
+/// simulation: the world's seeded generator, so values repeat with the seed.
+impl quorumlock_proto::value::Random for Rng {
+    fn fill(&mut self, out: &mut [u8]) -> Result<(), String> {
+        self.fill_bytes(out);
+        Ok(())
     }
 }
 

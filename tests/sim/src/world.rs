@@ -1,14 +1,16 @@
 //! One simulation run: builds a schedule from a scenario and a seed, runs the event loop, and
 //! returns what the checker found.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use quorumlock_proto::acquisition::Member;
 use quorumlock_proto::config::{LockOptions, Timing};
 
 use crate::checker::{Checker, Violation};
 use crate::client::Client;
 use crate::clock::Clock;
-use crate::event::{Event, Queue};
+use crate::event::{Event, Queue, Tag};
 use crate::link::{Dir, Link};
 use crate::mutant::Mutant;
 use crate::node::{Cmd, Node};
@@ -40,6 +42,8 @@ pub struct World {
     pub(crate) mutant: Mutant,
     pub(crate) timing: Timing,
     pub(crate) opts: LockOptions,
+    /// The nodes as the acquisition machine sees them.
+    pub(crate) members: Arc<[Member]>,
     pub(crate) checker: Checker,
     pub(crate) trace: Option<Vec<(i64, String)>>,
     pub(crate) stop_at: i64,
@@ -92,7 +96,8 @@ impl World {
             .ttl(ttl)
             .retry_count(sc.retry_count)
             .retry_delay(Duration::from_millis(sc.retry_ms.0))
-            .retry_jitter(Duration::from_millis(sc.retry_ms.1));
+            .retry_jitter(Duration::from_millis(sc.retry_ms.1))
+            .fenced(sc.fenced);
         let timing = Timing {
             drift_factor: 0.01,
             drift_constant: Duration::from_millis(2),
@@ -110,6 +115,13 @@ impl World {
             mutant,
             timing,
             opts,
+            // No addresses: reports name nodes by index, and rounds allocate no strings.
+            members: (0..sc.nodes)
+                .map(|_| Member {
+                    address: String::new(),
+                    cluster: false,
+                })
+                .collect(),
             checker: Checker::default(),
             trace: trace.then(Vec::new),
             stop_at,
@@ -185,17 +197,18 @@ impl World {
             Event::ToNode {
                 node,
                 client,
-                round,
+                tag,
                 cmd,
-            } => self.at_node(node, client, round, &cmd),
+            } => self.at_node(node, client, tag, &cmd),
             Event::ToClient {
                 client,
                 node,
-                round,
+                tag,
                 reply,
-            } => self.on_reply(client, node, round, &reply),
+            } => self.on_reply(client, node, tag, &reply),
             Event::Timer { client, epoch } => {
                 if self.clients[client].epoch == epoch {
+                    self.clients[client].timer_at = None;
                     self.on_timer(client);
                 }
             }
@@ -221,7 +234,7 @@ impl World {
         }
     }
 
-    fn at_node(&mut self, node: usize, client: usize, round: u64, cmd: &Cmd) {
+    fn at_node(&mut self, node: usize, client: usize, tag: Tag, cmd: &Cmd) {
         if !self.nodes[node].up {
             self.note(|| format!("node {node} down: drops {cmd:?} from client {client}"));
             return;
@@ -235,15 +248,15 @@ impl World {
                 Event::ToClient {
                     client,
                     node,
-                    round,
+                    tag,
                     reply,
                 },
             );
         }
     }
 
-    /// Sends `cmd` from `client` to `node` as part of `round`.
-    pub(crate) fn send(&mut self, client: usize, node: usize, round: u64, cmd: Cmd) {
+    /// Sends `cmd` from `client` to `node`, tagged with what it belongs to.
+    pub(crate) fn send(&mut self, client: usize, node: usize, tag: Tag, cmd: Cmd) {
         let now = self.q.now();
         if let Some(at) = self.links[client][node].arrival(&mut self.rng, now, Dir::Request) {
             self.q.push(
@@ -251,16 +264,21 @@ impl World {
                 Event::ToNode {
                     node,
                     client,
-                    round,
+                    tag,
                     cmd,
                 },
             );
         }
     }
 
-    /// Arms `client`'s timer at true time `at` (replacing any earlier one).
+    /// Arms `client`'s timer at true time `at` (replacing any earlier one; nothing to do when
+    /// it is already armed for `at`).
     pub(crate) fn set_timer_at(&mut self, client: usize, at: i64) {
         let c = &mut self.clients[client];
+        if c.timer_at == Some(at) {
+            return;
+        }
+        c.timer_at = Some(at);
         c.epoch += 1;
         let epoch = c.epoch;
         self.q.push(at, Event::Timer { client, epoch });
