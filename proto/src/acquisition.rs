@@ -407,12 +407,27 @@ impl Acquisition {
 
     /// The caller gave up: what the attempt in flight must clean, and the error to return.
     /// The machine is finished afterwards.
+    ///
+    /// Outputs not polled yet are accounted for: a queued cleanup is returned here, and a
+    /// grant the driver never saw is undone (its nodes are cleaned) rather than leaked.
     pub fn cancel(&mut self) -> Cancelled {
-        let clean = match std::mem::replace(&mut self.state, State::Finished) {
+        let mut clean = match std::mem::replace(&mut self.state, State::Finished) {
             State::Voting(a) => self.dirty(a.tally.round()).map(|n| (n, a.value)),
             State::Raising(r) => self.dirty(&r.phase1).map(|n| (n, r.attempt.value)),
             _ => None,
         };
+        for out in std::mem::take(&mut self.out) {
+            match out {
+                Output::Clean { nodes, value } => clean = Some((nodes, value)),
+                Output::Done(Ok(g)) => {
+                    let round = Round {
+                        results: g.report.nodes().to_vec(),
+                    };
+                    clean = self.dirty(&round).map(|n| (n, g.value));
+                }
+                _ => {}
+            }
+        }
         let error = Error::new(ErrorKind::Cancelled, "the acquisition was cancelled")
             .with_attempts(self.attempt)
             .with_history(std::mem::take(&mut self.history));

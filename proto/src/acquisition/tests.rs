@@ -416,3 +416,31 @@ mod mutants {
         assert_eq!(granted(&rest).tokens, Some(vec![7]));
     }
 }
+
+#[test]
+fn cancelling_before_polling_undoes_a_queued_grant_or_cleanup() {
+    let mut m = machine(3, opts());
+    let (sends, _) = drain(&mut m, 1_000);
+    for (round, node, _) in &sends[..2] {
+        m.handle_answer(*round, *node, Ok(NodeKind::Ok), 1_100);
+    }
+    // The grant is queued; the driver gives up before polling it.
+    let c = m.cancel();
+    let (nodes, _) = c.clean.expect("the unseen grant's keys are cleaned");
+    assert_eq!(nodes, vec![0, 1, 2]);
+
+    let mut m = machine(1, opts());
+    let (sends, _) = drain(&mut m, 1_000);
+    m.handle_answer(
+        sends[0].0,
+        0,
+        Err((NodeKind::ConnectionLost, "reset".into())),
+        1_200,
+    );
+    let c = m.cancel();
+    assert_eq!(
+        c.clean.map(|(n, _)| n),
+        Some(vec![0]),
+        "the queued cleanup is returned"
+    );
+}
