@@ -54,7 +54,12 @@ TABLE: list[Row] = [
     Row("Cargo.toml", SOURCE_RE, required=True),
     Row("*/Cargo.toml", WORKSPACE_MEMBER),
     Row("*/*/Cargo.toml", WORKSPACE_MEMBER),
-    Row("Cargo.lock", r'(?m)^name = "quorumlock(?:-[a-z]+)?"\nversion = "([^"]+)"', every=True, required=True),
+    Row(
+        "Cargo.lock",
+        r'(?m)^name = "quorumlock(?:-[a-z]+)?"\nversion = "([^"]+)"',
+        every=True,
+        required=True,
+    ),
     # The release notes: the newest released section.
     Row("CHANGELOG.md", r"(?m)^## \[(\d[^\]]*)\]", required=True),
     # Python: maturin takes the version from Cargo; a static one would have to agree.
@@ -63,7 +68,10 @@ TABLE: list[Row] = [
     # Node: the package, its lock file, the platform packages and the generated loader.
     Row("node/package.json", r'(?m)^  "version": "([^"]+)"', required=True),
     Row("node/package-lock.json", r'(?m)^  "version": "([^"]+)"', required=True),
-    Row("node/package-lock.json", r'(?s)"packages": \{\s*"": \{\s*"name": "quorumlock",\s*"version": "([^"]+)"'),
+    Row(
+        "node/package-lock.json",
+        r'(?s)"packages": \{\s*"": \{\s*"name": "quorumlock",\s*"version": "([^"]+)"',
+    ),
     Row("node/npm/*/package.json", r'(?m)^  "version": "([^"]+)"', required=True),
     Row("node/native.js", r"bindingPackageVersion !== '([^']+)'", every=True, required=True),
     Row("node/native.js", r"expected ([^ ]+) but got", every=True),
@@ -82,16 +90,34 @@ TABLE: list[Row] = [
     Row("perl/**/*.pm", r"our \$VERSION\s*=\s*['\"]([^'\"]+)['\"]", every=True),
     Row("csharp/**/*.csproj", r"<(?:Version|PackageVersion)>([^<]+)</", every=True),
     Row("csharp/**/*.nuspec", r"<version>([^<]+)</version>"),
-    Row("jvm/**/pom.xml", r"<artifactId>quorumlock[^<]*</artifactId>\s*<version>([^<]+)</version>", every=True),
+    Row(
+        "jvm/**/pom.xml",
+        r"<artifactId>quorumlock[^<]*</artifactId>\s*<version>([^<]+)</version>",
+        every=True,
+    ),
     Row("jvm/**/build.gradle*", r'(?m)^version\s*=\s*["\']([^"\']+)["\']'),
     Row("jvm/**/gradle.properties", r"(?m)^version\s*=\s*(\S+)"),
 ]
 
 # Package manifests: each one found must be covered by a row above or listed in UNVERSIONED.
 MANIFESTS = [
-    "Cargo.toml", "package.json", "pyproject.toml", "setup.py", "setup.cfg", "*.gemspec",
-    "composer.json", "Makefile.PL", "Build.PL", "*.csproj", "*.nuspec", "pom.xml",
-    "build.gradle", "build.gradle.kts", "gradle.properties", "go.mod", "*.pc.in",
+    "Cargo.toml",
+    "package.json",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "*.gemspec",
+    "composer.json",
+    "Makefile.PL",
+    "Build.PL",
+    "*.csproj",
+    "*.nuspec",
+    "pom.xml",
+    "build.gradle",
+    "build.gradle.kts",
+    "gradle.properties",
+    "go.mod",
+    "*.pc.in",
     "*Config.cmake.in",
 ]
 # Manifests that carry no quorumlock version, and why.
@@ -109,13 +135,17 @@ def files(root: Path) -> list[str]:
     try:
         out = subprocess.run(
             ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-            cwd=root, capture_output=True, text=True, check=True,
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout
         return sorted({p for p in out.splitlines() if (root / p).is_file()})
     except (OSError, subprocess.CalledProcessError):
         skip = {".git", "target", "node_modules", ".venv", "dist"}
         return sorted(
-            str(p.relative_to(root)) for p in root.rglob("*")
+            str(p.relative_to(root))
+            for p in root.rglob("*")
             if p.is_file() and not skip & set(p.relative_to(root).parts)
         )
 
@@ -158,8 +188,17 @@ def check(root: Path) -> tuple[str, list[str], list[str]]:
         name = path.rsplit("/", 1)[-1]
         if any(fnmatch.fnmatch(name, m) for m in MANIFESTS):
             if path not in covered and path not in UNVERSIONED:
-                failed.append(f"{path}: a package manifest no row of TABLE covers (packaging/versions.py)")
+                failed.append(
+                    f"{path}: a package manifest no row of TABLE covers (packaging/versions.py)"
+                )
     return version, passed, failed
+
+
+DEFINES_123 = (
+    "#define QUORUMLOCK_VERSION_MAJOR 1\n"
+    "#define QUORUMLOCK_VERSION_MINOR 2\n"
+    "#define QUORUMLOCK_VERSION_PATCH 3\n"
+)
 
 
 def self_test() -> int:
@@ -167,33 +206,54 @@ def self_test() -> int:
     good = {
         "Cargo.toml": '[workspace]\n[workspace.package]\nversion = "1.2.3"\n',
         "core/Cargo.toml": "[package]\nversion.workspace = true\n",
-        "Cargo.lock": 'name = "quorumlock"\nversion = "1.2.3"\n\nname = "quorumlock-cli"\nversion = "1.2.3"\n',
+        "Cargo.lock": (
+            'name = "quorumlock"\nversion = "1.2.3"\n\nname = "quorumlock-cli"\nversion = "1.2.3"\n'
+        ),
         "CHANGELOG.md": "## [Unreleased]\n\n## [1.2.3] - 2026-12-03\n",
         "python/pyproject.toml": 'dynamic = ["version"]\n',
         "node/package.json": '{\n  "version": "1.2.3"\n}\n',
-        "node/package-lock.json": '{\n  "version": "1.2.3",\n  "packages": {\n    "": {\n      "name": "quorumlock",\n      "version": "1.2.3"\n}}}\n',
+        "node/package-lock.json": (
+            '{\n  "version": "1.2.3",\n  "packages": {\n    "": {\n'
+            '      "name": "quorumlock",\n      "version": "1.2.3"\n}}}\n'
+        ),
         "node/npm/linux-x64-gnu/package.json": '{\n  "version": "1.2.3"\n}\n',
-        "node/native.js": "bindingPackageVersion !== '1.2.3'\nbindingPackageVersion !== '1.2.3'\nexpected 1.2.3 but got\n",
-        "bindings/c/cbindgen.toml": "#define QUORUMLOCK_VERSION_MAJOR 1\n#define QUORUMLOCK_VERSION_MINOR 2\n#define QUORUMLOCK_VERSION_PATCH 3\n",
-        "include/quorumlock.h": '#define QUORUMLOCK_VERSION_MAJOR 1\n#define QUORUMLOCK_VERSION_MINOR 2\n#define QUORUMLOCK_VERSION_PATCH 3\n// The library version (`"1.2.3"`)\n',
+        "node/native.js": (
+            "bindingPackageVersion !== '1.2.3'\nbindingPackageVersion !== '1.2.3'\n"
+            "expected 1.2.3 but got\n"
+        ),
+        "bindings/c/cbindgen.toml": DEFINES_123,
+        "include/quorumlock.h": DEFINES_123 + '// The library version (`"1.2.3"`)\n',
         "bindings/c/src/lib.rs": '/// The library version (`"1.2.3"`)\n',
         "bindings/c/tests/c/basic.c": 'quorumlock_version(), "1.2.3"',
         "ruby/quorumlock.gemspec": 's.version = "1.2.3"\n',
     }
     bad = {
         "a stale package.json": ("node/package.json", '{\n  "version": "1.2.2"\n}\n'),
-        "one stale lock entry": ("Cargo.lock", good["Cargo.lock"].replace('1.2.3"\n', '1.2.2"\n', 2)),
-        "the second stale loader check": ("node/native.js", good["node/native.js"].replace("'1.2.3'\n", "'1.2.2'\n", 2)),
-        "a stale C minor": ("include/quorumlock.h", good["include/quorumlock.h"].replace("MINOR 2", "MINOR 1")),
+        "one stale lock entry": (
+            "Cargo.lock",
+            good["Cargo.lock"].replace('1.2.3"\n', '1.2.2"\n', 2),
+        ),
+        "the second stale loader check": (
+            "node/native.js",
+            good["node/native.js"].replace("'1.2.3'\n", "'1.2.2'\n", 2),
+        ),
+        "a stale C minor": (
+            "include/quorumlock.h",
+            good["include/quorumlock.h"].replace("MINOR 2", "MINOR 1"),
+        ),
         "a changelog without the release": ("CHANGELOG.md", "## [Unreleased]\n\n## [1.2.2]\n"),
         "a member with its own version": ("core/Cargo.toml", '[package]\nversion = "1.2.3"\n'),
-        "a static Python version": ("python/pyproject.toml", 'dynamic = ["version"]\nversion = "1.2.2"\n'),
+        "a static Python version": (
+            "python/pyproject.toml",
+            'dynamic = ["version"]\nversion = "1.2.2"\n',
+        ),
         "a stale future gemspec": ("ruby/quorumlock.gemspec", 's.version = "1.2.2"\n'),
         "a new manifest nobody covers": ("swift/package.json", "{}"),
         "an uncovered gradle file": ("kotlin/build.gradle.kts", 'version = "1.2.3"\n'),
     }
     results = []
     with tempfile.TemporaryDirectory() as tmp:
+
         def tree(overrides: dict[str, str]) -> Path:
             root = Path(tmp) / str(len(results))
             for path, text in {**good, **overrides}.items():
@@ -226,7 +286,8 @@ def main() -> int:
         return 0 if not failed else 1
     for f in failed:
         print(f"version mismatch: {f}")
-    print(f"versions ({version}, {len(set(passed))} files): {len(passed)} passed, {len(failed)} failed")
+    files_seen = len(set(passed))
+    print(f"versions ({version}, {files_seen} files): {len(passed)} passed, {len(failed)} failed")
     return 1 if failed else 0
 
 
