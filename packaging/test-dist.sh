@@ -159,8 +159,8 @@ check "cc \$(pkg-config --cflags --libs quorumlock)" cc -Wall -Wextra -Werror "$
   $(pkg-config --cflags --libs quorumlock) -Wl,-rpath,"$prefix/lib" -o "$tmp/smoke-shared"
 check "it loads libquorumlock.so.0 from the prefix" bash -c 'ldd "$1" | grep -q "libquorumlock.so.0 => $2/lib/"' _ "$tmp/smoke-shared" "$prefix"
 smoke_run "$tmp" "$harness" exec --nodes 3 -- "$tmp/smoke-shared" "$version" "C (pkg-config, shared)"
-check "cmake find_package(quorumlock), quorumlock::static" bash -c 'cmake -S "$1" -B "$2" -DCMAKE_PREFIX_PATH="$3" && cmake --build "$2"' \
-  _ "$smoke/cmake" "$tmp/cmake" "$prefix"
+check "cmake find_package(quorumlock) ($version), quorumlock::static" bash -c 'cmake -S "$1" -B "$2" -DCMAKE_PREFIX_PATH="$3" \
+  -DQL_EXPECT_VERSION="$4" && cmake --build "$2"' _ "$smoke/cmake" "$tmp/cmake" "$prefix" "$version"
 check "the static build needs no libquorumlock.so" bash -c '! ldd "$1" | grep libquorumlock' _ "$tmp/cmake/smoke-static"
 smoke_run "$tmp" "$harness" exec --nodes 3 -- "$tmp/cmake/smoke-static" "$version" "C (CMake, static)"
 check "C++ example (quorumlock.hpp, quorumlock::quorumlock)" bash -c 'cmake -S "$1" -B "$2" -DCMAKE_PREFIX_PATH="$3" \

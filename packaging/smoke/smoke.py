@@ -2,6 +2,7 @@
 Run from outside the repository so that only the installed package can be imported."""
 
 import asyncio
+import importlib.metadata
 import os
 
 import quorumlock
@@ -19,7 +20,12 @@ def check(name: str, ok: bool, detail: object = "") -> None:
 
 native = quorumlock._quorumlock.__file__
 check("imports the installed extension", "site-packages" in native, native)
-check(f"__version__ is {want}", quorumlock.__version__ == want, quorumlock.__version__)
+installed = importlib.metadata.version("quorumlock")
+check(
+    f"__version__ and the installed metadata are {want}",
+    quorumlock.__version__ == installed == want,
+    f"{quorumlock.__version__} {installed}",
+)
 
 a = quorumlock.Client(nodes)
 b = quorumlock.Client(nodes)
