@@ -13,10 +13,19 @@ DIST_TRIPLE := x86_64-unknown-linux-gnu
 # Reproducible archives: file times from the last commit.
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
-.PHONY: dist dist-python dist-node dist-c test-dist
+.PHONY: dist dist-python dist-node dist-c test-dist deps-dist
+DEPS_TARGETS += deps-dist
+
+# strip and readelf (binutils) for dist and test-dist; cc, pkg-config and cmake come from deps-c.
+deps-dist:
+	@if ! command -v strip >/dev/null 2>&1 || ! command -v readelf >/dev/null 2>&1; then \
+	  echo "installing binutils (apt-get)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq binutils >/dev/null; \
+	fi
 
 ## dist: every release artifact into dist/, then their sizes.
-dist: test-versions dist-python dist-node dist-c
+dist: deps-dist test-versions dist-python dist-node dist-c
 	@packaging/sizes.sh $(DIST)
 
 ## dist-python: the sdist, and the wheel built from it (release, stripped, auditwheel check).
@@ -63,5 +72,5 @@ dist-c:
 	@ls $(DIST)/$(DIST_C_NAME).tar.gz
 
 ## test-dist: install each artifact in dist/ with no cargo or rustc on PATH, lock on 3 real nodes.
-test-dist: harness
+test-dist: deps-dist harness
 	packaging/test-dist.sh $(DIST) $(abspath $(HARNESS))
