@@ -21,7 +21,7 @@ type Client struct {
 	handle cgo.Handle
 }
 
-// Version returns the version of the linked libquorumlock ("0.1.0").
+// Version returns the version of the linked libquorumlock ("0.2.0").
 func Version() string { return C.GoString(C.quorumlock_version()) }
 
 // Connect validates the configuration and connects to every node in parallel. Node URLs are

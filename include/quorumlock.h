@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #define QUORUMLOCK_VERSION_MAJOR 0
-#define QUORUMLOCK_VERSION_MINOR 1
+#define QUORUMLOCK_VERSION_MINOR 2
 #define QUORUMLOCK_VERSION_PATCH 0
 #define QUORUMLOCK_VERSION_NUMBER ((QUORUMLOCK_VERSION_MAJOR << 16) | (QUORUMLOCK_VERSION_MINOR << 8) | QUORUMLOCK_VERSION_PATCH)
 
@@ -278,7 +278,7 @@ typedef void (*quorumlock_lost_callback)(void *userdata,
 extern "C" {
 #endif // __cplusplus
 
-// The library version (`"0.1.0"`), matching the `QUORUMLOCK_VERSION_*` defines of the
+// The library version (`"0.2.0"`), matching the `QUORUMLOCK_VERSION_*` defines of the
 // header it was built with.
 //
 // Thread safety: safe from any thread.

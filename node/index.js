@@ -4,7 +4,21 @@
 // `{ value } | { error }` outcomes into values or QuorumlockErrors, and adds AbortSignal,
 // `lock.signal`, `using()` and `[Symbol.asyncDispose]`. It holds no lock logic.
 
-const native = require('./native.js')
+const native = (() => {
+  try {
+    return require('./native.js')
+  } catch (e) {
+    // No prebuilt addon for this platform (or the optional dependency was skipped): say how
+    // to build it from source, then rethrow napi's error with its causes.
+    if (e instanceof Error && e.message.startsWith('Cannot find native binding')) {
+      e.message +=
+        ' quorumlock ships its addon for Linux x64 (glibc) in the optional dependency ' +
+        `quorumlock-linux-x64-gnu; for ${process.platform}-${process.arch} without it, build it from a checkout ` +
+        'with Rust 1.88+: `cd node && npm ci && npm run build`, then `npm install path/to/node`.'
+    }
+    throw e
+  }
+})()
 
 // Node 20.4+ defines Symbol.asyncDispose; older runtimes get the registered symbol that
 // Node and TypeScript's downlevel helpers use.

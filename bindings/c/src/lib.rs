@@ -21,7 +21,7 @@ pub use ffi::LostCallback;
 
 use std::ffi::c_char;
 
-/// The library version (`"0.1.0"`), matching the `QUORUMLOCK_VERSION_*` defines of the
+/// The library version (`"0.2.0"`), matching the `QUORUMLOCK_VERSION_*` defines of the
 /// header it was built with.
 ///
 /// Thread safety: safe from any thread.

@@ -108,7 +108,7 @@ static void quorum(quorumlock_client *c) {
 
 int main(int argc, char **argv) {
   CHECK(argc == 2);
-  CHECK(strcmp(quorumlock_version(), "0.1.0") == 0);
+  CHECK(strcmp(quorumlock_version(), "0.2.0") == 0);
   CHECK(QUORUMLOCK_VERSION_NUMBER == ((QUORUMLOCK_VERSION_MAJOR << 16) | (QUORUMLOCK_VERSION_MINOR << 8) | QUORUMLOCK_VERSION_PATCH));
   quorumlock_client *c = connect_nodes(strcmp(argv[1], "quorum") != 0);
   if (strcmp(argv[1], "lock") == 0) lock_release_extend(c);
