@@ -84,10 +84,12 @@ TABLE: list[Row] = [
     # Go: versioned by tag (go/vX.Y.Z); its documented Version() string.
     Row("go/client.go", r'libquorumlock \("([^"]+)"\)'),
     # Languages to come: their usual version files.
-    Row("ruby/*.gemspec", r'\.version\s*=\s*["\']([^"\']+)["\']'),
+    # The gemspec reads lib/quorumlock/version.rb; a literal version would have to agree.
+    Row("ruby/*.gemspec", r'\.version\s*=\s*["\']([^"\']+)["\']', optional=True),
     Row("ruby/**/version.rb", r'VERSION\s*=\s*["\']([^"\']+)["\']'),
-    Row("php/composer.json", r'(?m)^\s*"version":\s*"([^"]+)"'),
-    Row("perl/**/*.pm", r"our \$VERSION\s*=\s*['\"]([^'\"]+)['\"]", every=True),
+    Row("php/composer.json", r'(?m)^\s*"version":\s*"([^"]+)"', optional=True),
+    Row("perl/Makefile.PL", r"VERSION_FROM\s*=>\s*'lib/Quorumlock.pm'"),
+    Row("perl/lib/**/*.pm", r"our \$VERSION\s*=\s*['\"]([^'\"]+)['\"]", every=True),
     Row("csharp/**/*.csproj", r"<(?:Version|PackageVersion)>([^<]+)</", every=True),
     Row("csharp/**/*.nuspec", r"<version>([^<]+)</version>"),
     Row(

@@ -10,7 +10,7 @@ use Quorumlock::FFI;
 use Quorumlock::Error;
 use Quorumlock::Lock;
 
-our $VERSION = '0.1.0';
+our $VERSION = '0.2.0';
 
 sub RETRY_COUNT() { 3 }
 sub RETRY_DELAY() { 0.2 }

@@ -275,7 +275,7 @@ final class Client
         }
     }
 
-    /** The library version ("0.1.0"). */
+    /** The library version ("0.2.0"). */
     public static function version(): string
     {
         return Library::version();

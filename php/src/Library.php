@@ -47,7 +47,7 @@ final class Library
         return (string) self::$path;
     }
 
-    /** The library's version ("0.1.0"). */
+    /** The library's version ("0.2.0"). */
     public static function version(): string
     {
         return (string) self::ffi()->quorumlock_version();

@@ -11,7 +11,7 @@ require_relative "quorumlock/lock"
 require_relative "quorumlock/client"
 
 module Quorumlock
-  # The version of the loaded libquorumlock ("0.1.0").
+  # The version of the loaded libquorumlock ("0.2.0").
   def self.library_version
     Native.quorumlock_version
   end

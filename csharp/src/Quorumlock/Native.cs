@@ -30,7 +30,7 @@ namespace Quorumlock
             }
         }
 
-        /// <summary>The library's version ("0.1.0").</summary>
+        /// <summary>The library's version ("0.2.0").</summary>
         public static string Version
         {
             get

@@ -28,7 +28,7 @@ namespace Quorumlock
         /// <summary>The number of configured nodes N.</summary>
         public int NodeCount => (int)Native.quorumlock_client_node_count(Live("nodeCount")).ToUInt64();
 
-        /// <summary>The library's version ("0.1.0").</summary>
+        /// <summary>The library's version ("0.2.0").</summary>
         public static string Version => NativeLibrary.Version;
 
         /// <summary>

@@ -8,7 +8,7 @@ use strict;
 use warnings;
 use parent 'Quorumlock';
 
-our $VERSION = '0.1.0';
+our $VERSION = '0.2.0';
 
 # The largest TTL Redis::DistLock users can give that the engine takes (whole seconds
 # below 2^53 - 1 ms).

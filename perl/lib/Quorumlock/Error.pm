@@ -10,7 +10,7 @@ use warnings;
 use Quorumlock::FFI ();
 use overload '""' => sub { $_[0]->message }, 'bool' => sub { 1 }, fallback => 1;
 
-our $VERSION = '0.1.0';
+our $VERSION = '0.2.0';
 
 our %CODES = (
     0  => 'QL_OK',      1  => 'QL_BUSY',     2  => 'QL_QUORUM',     3  => 'QL_VALIDITY',

@@ -10,7 +10,7 @@ use FFI::Platypus 1.00;
 use FFI::Platypus::Buffer qw( scalar_to_buffer );
 use File::Spec;
 
-our $VERSION = '0.1.0';
+our $VERSION = '0.2.0';
 
 our $LIBRARY_PATH;
 our @TRIED;

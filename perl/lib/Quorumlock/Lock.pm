@@ -8,7 +8,7 @@ use strict;
 use warnings;
 use Scalar::Util qw( refaddr );
 
-our $VERSION = '0.1.0';
+our $VERSION = '0.2.0';
 
 # refaddr of a lock object => its record (the C handle and state). Records of locks without
 # auto-extension are also kept in %Quorumlock::HELD until released or expired, so dropping

@@ -2,5 +2,5 @@
 
 module Quorumlock
   # The gem's version; Quorumlock.library_version is the loaded libquorumlock's.
-  VERSION = "0.1.0"
+  VERSION = "0.2.0"
 end
