@@ -24,8 +24,9 @@ import java.util.concurrent.locks.Lock
  * - Without a lease time (`lock()`, `tryLock(time, unit)`) the lease is the client's default
  *   (10 s) and is extended in the background until [unlock], like Redisson's watchdog. With
  *   a lease time it simply ends then (at most `maxTtl`, 60 s by default).
- * - [unlock] of a lock that was lost in the meantime releases what is left and throws
- *   [LockLostException], so the caller learns that the critical section may have overlapped.
+ * - [unlock] of a lock that the engine saw lost in the meantime (lease over, keys gone or taken
+ *   at an extension) releases what is left and throws [LockLostException], so the caller
+ *   learns that the critical section may have overlapped.
  */
 class RLock internal constructor(
     private val client: Client,
@@ -114,27 +115,19 @@ class RLock internal constructor(
     }
 
     /**
-     * Releases the lock on every node. Any thread may call it (not thread-owned).
+     * Releases the lock on every node. Any thread may call it (not thread-owned). Node
+     * failures during the release do not throw: the keys then expire with the lease
+     * (`lease().release()` before unlocking returns the per-node report).
      *
-     * @throws IllegalMonitorStateException this handle holds no acquisition, or the release
-     *   found the lock no longer held by a quorum of nodes (broken or expired unseen)
-     * @throws LockLostException the lock had been lost before (expired, taken, or an
-     *   extension cap); what was left is released
+     * @throws IllegalMonitorStateException this handle holds no acquisition
+     * @throws LockLostException the engine had seen the lock lost (expired, taken, or stopped
+     *   at an extension cap); what was left is released
      */
     override fun unlock() {
         val lease = take()
         val lost = lease.lostException()
-        checkReleased(lease.release(), lost)
-    }
-
-    private fun checkReleased(r: ReleaseReport, lost: LockLostException?) {
+        lease.release()
         if (lost != null) throw lost
-        if (!r.heldByQuorum) {
-            throw IllegalMonitorStateException(
-                "${getName()} was no longer held by a quorum of nodes when unlocked; nodes: " +
-                    r.nodes.joinToString { "#${it.index} ${it.address}: ${it.kind}" },
-            )
-        }
     }
 
     /** Not supported: a distributed lock has no condition variables. */
@@ -147,7 +140,8 @@ class RLock internal constructor(
             val lease = held.getAndSet(null) ?: return // another thread unlocked in between
             holderThread = null
             val lost = lease.lostException()
-            checkReleased(lease.release(), lost)
+            lease.release()
+            if (lost != null) throw lost
         }
     }
 
@@ -179,7 +173,7 @@ class RLock internal constructor(
             return CompletableFuture.failedFuture(e)
         }
         val lost = lease.lostException()
-        return lease.releaseAsync().thenApply { checkReleased(it, lost); null }
+        return lease.releaseAsync().thenApply { if (lost != null) throw lost else null }
     }
 
     // ---- Kotlin coroutines ----

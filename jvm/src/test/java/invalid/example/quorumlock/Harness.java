@@ -95,13 +95,14 @@ final class Harness {
 
     /**
      * Settings for tests: plain local nodes without the quarantine wait, and a node timeout
-     * that survives a loaded two-core machine (docs/TESTING.md §2.2).
+     * that survives a loaded two-core machine, where an fsync of the nodes' append-only
+     * files can stall every node for a few hundred milliseconds (docs/TESTING.md §2.2).
      */
     static Settings settings() {
         return Settings.defaults()
                 .withQuarantine(Quarantine.OFF)
                 .withLockDefaults(LockOptions.defaults()
-                        .withNodeTimeout(Duration.ofMillis(250))
+                        .withNodeTimeout(Duration.ofMillis(1000))
                         .withLeaseTime(Duration.ofSeconds(3))
                         .withRetryDelay(Duration.ofMillis(20))
                         .withRetryJitter(Duration.ofMillis(20)));

@@ -21,14 +21,14 @@ import org.junit.jupiter.api.Test;
 /** The lost signal on a broken lock, and interrupts and cancellation cleaning up. */
 class LostAndCancelTest {
     static Client client;
-    /** Short leases so the watchdog acts within the test: 1 s, extended every 333 ms. */
+    /** Short leases so the watchdog acts within the test: 1.5 s, extended every 500 ms. */
     static Client fast;
 
     @BeforeAll
     static void connect() {
         client = Harness.connect();
         fast = QuorumLock.connect(Harness.urls(), Harness.settings().withLockDefaults(LockOptions.defaults()
-                .withNodeTimeout(Duration.ofMillis(250)).withLeaseTime(Duration.ofSeconds(1))));
+                .withNodeTimeout(Duration.ofMillis(400)).withLeaseTime(Duration.ofMillis(1500))));
     }
 
     @AfterAll
@@ -41,9 +41,9 @@ class LostAndCancelTest {
     void deletingTheKeysFiresTheLostSignal() throws Exception {
         String name = Harness.name("lost");
         RLock lock = fast.getLock(name);
-        lock.lock(); // auto-extended 1 s lease
+        lock.lock(); // auto-extended 1.5 s lease
         CompletableFuture<LostReason> lost = lock.lost();
-        Thread.sleep(500);
+        Thread.sleep(700);
         assertFalse(lost.isDone(), "extensions keep it alive");
         assertTrue(lock.lease().extensions() >= 1);
         // A plain client breaks the lock behind the holder's back.

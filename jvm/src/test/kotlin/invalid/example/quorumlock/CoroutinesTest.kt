@@ -65,7 +65,7 @@ class CoroutinesTest {
     @Test
     fun aLostLockCancelsTheBlock() = runBlocking {
         val name = Harness.name("kt-lost")
-        val options = LockOptions.defaults().withLeaseTime(Duration.ofSeconds(1))
+        val options = LockOptions.defaults().withLeaseTime(Duration.ofMillis(1500)).withNodeTimeout(Duration.ofMillis(400))
         var reachedEnd = false
         val e = assertThrows<LockLostException> {
             client.withLock(name, options = options) {
