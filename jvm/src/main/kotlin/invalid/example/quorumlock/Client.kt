@@ -35,6 +35,14 @@ object QuorumLock {
     fun version(): String = invalid.example.quorumlock.ffi.version()
 
     /**
+     * FENCE-CHECK, a Lua script for a protected resource kept in Redis: `EVAL <script> 1
+     * <fence key> <token>` returns 1 and stores the token when it is at least the highest
+     * seen, 0 for a stale holder (docs/REDLOCK.md §7.9).
+     */
+    @JvmStatic
+    fun fenceCheckScript(): String = invalid.example.quorumlock.ffi.fenceCheckScript()
+
+    /**
      * Every error code of the native engine with its number, in order (`QL_BUSY` -> 1, ...,
      * `QL_INTERNAL` -> 99): the C ABI's result codes, read from the engine.
      */

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -30,8 +31,13 @@ class GeneratedBindingsTest {
         String log = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertTrue(p.waitFor(120, TimeUnit.SECONDS), "uniffi-bindgen hung");
         assertEquals(0, p.exitValue(), log);
-        String fresh = Files.readString(out.resolve(FILE));
-        String checkedIn = Files.readString(repo.resolve("jvm/src/main/kotlin").resolve(FILE));
-        assertEquals(fresh, checkedIn, "the generated Kotlin is stale: run `make jvm-bindings` and commit");
+        List<String> fresh = Files.readAllLines(out.resolve(FILE));
+        List<String> checkedIn = Files.readAllLines(repo.resolve("jvm/src/main/kotlin").resolve(FILE));
+        for (int i = 0; i < Math.max(fresh.size(), checkedIn.size()); i++) {
+            String want = i < fresh.size() ? fresh.get(i) : "<end of file>";
+            String have = i < checkedIn.size() ? checkedIn.get(i) : "<end of file>";
+            assertEquals(want, have, "the generated Kotlin is stale from line " + (i + 1)
+                    + ": run `make jvm-bindings` and commit");
+        }
     }
 }
