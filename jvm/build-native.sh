@@ -17,9 +17,16 @@ case "$(uname -s)-$(uname -m)" in
   *) echo "build-native.sh: only linux-x86-64 is packaged so far" >&2; exit 1 ;;
 esac
 cargo=(cargo build --locked -q -j "${QL_CARGO_JOBS:-1}" --manifest-path "$repo/Cargo.toml")
-"${cargo[@]}" --profile "$profile" -p quorumlock-uniffi --lib
-if [ "$skip_tests" != true ]; then
-  "${cargo[@]}" --profile dev -p quorumlock-uniffi --bin uniffi-bindgen -p quorumlock-harness -p quorumlock-cli
+# One invocation when possible: the same package set each time keeps cargo's feature
+# resolution, and so its cache, stable.
+tools=(-p quorumlock-uniffi -p quorumlock-harness -p quorumlock-cli)
+if [ "$skip_tests" = true ]; then
+  "${cargo[@]}" --profile "$profile" -p quorumlock-uniffi --lib
+elif [ "$profile" = dev ]; then
+  "${cargo[@]}" --profile dev "${tools[@]}"
+else
+  "${cargo[@]}" --profile "$profile" -p quorumlock-uniffi --lib
+  "${cargo[@]}" --profile dev "${tools[@]}"
 fi
 target=${CARGO_TARGET_DIR:-$repo/target}
 case "$target" in /*) ;; *) target="$repo/$target" ;; esac

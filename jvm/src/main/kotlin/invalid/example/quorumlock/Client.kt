@@ -81,7 +81,7 @@ object QuorumLock {
     private fun prepare(nodes: List<String?>?, settings: Settings?): Triple<List<String>, invalid.example.quorumlock.ffi.ClientConfig, WarningListener?> {
         requireNotNull(nodes) { "nodes must not be null" }
         requireNotNull(settings) { "settings must not be null" }
-        val list = nodes.mapIndexed { i, n -> requireNotNull(n) { "node #$i must not be null" } }
+        val list = nodes.mapIndexed { i, n -> Native.text("node #$i", n) }
         val listener = settings.warningListener?.let { consumer ->
             object : WarningListener {
                 override fun onWarning(warning: WarningEvent) {
@@ -325,5 +325,5 @@ class Client internal constructor(private val native: invalid.example.quorumlock
         }
     }
 
-    private fun checkName(name: String?): String = requireNotNull(name) { "a lock name must not be null" }
+    private fun checkName(name: String?): String = Native.text("a lock name", name)
 }

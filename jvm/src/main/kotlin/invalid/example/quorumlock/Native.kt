@@ -55,6 +55,25 @@ internal object Native {
         else -> throw CompletionException(e)
     }
 
+    /**
+     * [s] checked: present and well-formed UTF-16, so it has a UTF-8 form to send (a lone
+     * surrogate has none).
+     */
+    fun text(what: String, s: String?): String {
+        requireNotNull(s) { "$what must not be null" }
+        var i = 0
+        while (i < s.length) {
+            val c = s[i]
+            if (Character.isHighSurrogate(c) && i + 1 < s.length && Character.isLowSurrogate(s[i + 1])) {
+                i += 2
+                continue
+            }
+            require(!Character.isSurrogate(c)) { "$what is not valid Unicode: a lone surrogate at index $i" }
+            i++
+        }
+        return s
+    }
+
     /** `amount unit` as a Duration; negative amounts are refused. */
     fun duration(what: String, amount: Long, unit: TimeUnit?): Duration {
         requireNotNull(unit) { "$what: the TimeUnit must not be null" }

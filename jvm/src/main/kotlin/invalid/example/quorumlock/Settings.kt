@@ -235,7 +235,7 @@ class Settings private constructor(
     fun withConnectTimeout(d: Duration?): Settings = copy(connectTimeout = Native.duration("connectTimeout", d))
 
     /** The key prefix (keys are `<prefix>{<name>}`). */
-    fun withKeyPrefix(p: String?): Settings = copy(keyPrefix = requireNotNull(p) { "keyPrefix must not be null" })
+    fun withKeyPrefix(p: String?): Settings = copy(keyPrefix = Native.text("keyPrefix", p))
 
     /** Release notification on or off. */
     fun withNotify(on: Boolean): Settings = copy(notify = on)

@@ -106,6 +106,32 @@ class BadInputTest {
     }
 
     @Test
+    void namesAreUnicodeAndAnyBytesOfIt() {
+        // A lone surrogate has no UTF-8 form: refused before anything is sent.
+        assertThrows(IllegalArgumentException.class, () -> client.getLock("odd\uD800name"));
+        assertThrows(IllegalArgumentException.class, () -> client.getLock("\uDC00"));
+        assertThrows(IllegalArgumentException.class, () -> Settings.defaults().withKeyPrefix("p\uD800"));
+        assertThrows(IllegalArgumentException.class, () -> QuorumLock.connect(List.of("redis://127.0.0.1:1\uD800")));
+        // NUL, a pair of surrogates, any script: locked like any name.
+        RLock lock = client.getLock("odd\u0000name\uD83D\uDD12 ключ:" + Harness.name("x"));
+        assertTrue(lock.tryLock());
+        assertEquals(1, lock.lease().resources().size());
+        lock.unlock();
+        RLock max = client.getLock("y".repeat(1024));
+        assertTrue(max.tryLock());
+        max.unlock();
+    }
+
+    @Test
+    void aClosedClientFailsCleanly() {
+        Client c = Harness.connect();
+        RLock lock = c.getLock(Harness.name("closed"));
+        c.close();
+        assertThrows(IllegalStateException.class, lock::tryLock);
+        assertThrows(IllegalStateException.class, c::metrics);
+    }
+
+    @Test
     void stateErrorsAreJavaLockErrors() {
         RLock lock = client.getLock(Harness.name("state"));
         assertThrows(IllegalMonitorStateException.class, lock::unlock);
