@@ -11,11 +11,6 @@ import java.util.concurrent.ForkJoinPool
 import java.util.concurrent.atomic.AtomicBoolean
 
 /**
- * One held acquisition of one or more resources: what `RLock.lock()` took, or what
- * `client.acquireAsync(...)` / Kotlin's `client.acquire(...)` returned. Act on the protected
- * resource only while [remaining] is positive. Thread-safe; [release] is idempotent.
- */
-/**
  * What a release found (a Java record).
  *
  * @property heldByQuorum true when at least a quorum of nodes still held the lock and deleted it
@@ -24,6 +19,11 @@ import java.util.concurrent.atomic.AtomicBoolean
 @JvmRecord
 data class ReleaseReport(val heldByQuorum: Boolean, val nodes: List<NodeReport>)
 
+/**
+ * One held acquisition of one or more resources: what `RLock.lock()` took, or what
+ * `client.acquireAsync(...)` / Kotlin's `client.acquire(...)` returned. Act on the protected
+ * resource only while [remaining] is positive. Thread-safe; [release] is idempotent.
+ */
 class Lease internal constructor(private val native: invalid.example.quorumlock.ffi.Lock) : AutoCloseable {
     private val released = AtomicBoolean(false)
     private val lostFuture = CompletableFuture<LostReason>()

@@ -49,7 +49,7 @@ public final class Bench {
         List<RedissonClient> redissons = new ArrayList<>();
         for (String url : nodes) {
             Config c = new Config();
-            c.useSingleServerConfig().setAddress(url).setConnectionPoolSize(64).setConnectionMinimumIdleSize(16);
+            c.useSingleServer().setAddress(url).setConnectionPoolSize(64).setConnectionMinimumIdleSize(16);
             redissons.add(Redisson.create(c));
         }
         Map<String, Impl> impls = new LinkedHashMap<>();
