@@ -37,8 +37,8 @@ deps-jvm:
 test-jvm: harness
 	@start=$$(date +%s); set -e; \
 	cd jvm && $(MVN) $(MVN_FLAGS) -o verify $(if $(JVM_JDK21),-Dql.jdk21.home=$(JVM_JDK21)); cd ..; \
-	$(HARNESS) exec --nodes 5 -- java -cp $(JVM_ALL_JAR) jvm/examples/Hello.java; \
-	$(if $(JVM_JDK21),$(HARNESS) exec --nodes 5 -- $(JVM_JDK21)/bin/java --enable-native-access=ALL-UNNAMED -cp $(JVM_ALL_JAR) jvm/examples/Hello.java;) \
+	$(HARNESS) exec --nodes 5 -- sh -ec 'java -cp $(JVM_ALL_JAR) jvm/examples/Hello.java \
+	  $(if $(JVM_JDK21),; $(JVM_JDK21)/bin/java --enable-native-access=ALL-UNNAMED -cp $(JVM_ALL_JAR) jvm/examples/Hello.java)'; \
 	awk -v secs=$$(( $$(date +%s) - start )) 'match($$0, /<testsuite [^>]*>/) { t = substr($$0, RSTART, RLENGTH); \
 	    for (k in a) delete a[k]; n = split(t, f, /[ "=]+/); for (i = 1; i < n; i++) a[f[i]] = f[i + 1]; \
 	    tests += a["tests"]; bad += a["failures"] + a["errors"]; skip += a["skipped"] } \
