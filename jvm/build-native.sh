@@ -2,10 +2,9 @@
 # Builds the native library of the JVM package and puts a stripped copy where JNA looks for
 # it inside the jar: <classes>/linux-x86-64/libquorumlock_uniffi.so.
 #   build-native.sh <cargo profile: dev|release> <classes dir> [<skip tests: true|false>]
-# Unless tests are skipped, also builds (dev profile) what they use: uniffi-bindgen (the
-# staleness test), ql-harness (nodes) and the quorumlock CLI (cross-language contention).
-# cargo is incremental; CARGO_TARGET_DIR is honoured; QL_CARGO_JOBS sets -j (default 1: the
-# machine is shared).
+# Unless tests are skipped, also what they use (dev profile): uniffi-bindgen (the staleness
+# test), and ql-harness (nodes) and the quorumlock CLI (cross-language contention) when
+# missing. cargo is incremental; CARGO_TARGET_DIR is honoured; QL_CARGO_JOBS sets -j.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -16,20 +15,22 @@ case "$(uname -s)-$(uname -m)" in
   Linux-x86_64) platform=linux-x86-64 ;;
   *) echo "build-native.sh: only linux-x86-64 is packaged so far" >&2; exit 1 ;;
 esac
-cargo=(cargo build --locked -q -j "${QL_CARGO_JOBS:-1}" --manifest-path "$repo/Cargo.toml")
-# One invocation when possible: the same package set each time keeps cargo's feature
-# resolution, and so its cache, stable.
-tools=(-p quorumlock-uniffi -p quorumlock-harness -p quorumlock-cli)
-if [ "$skip_tests" = true ]; then
-  "${cargo[@]}" --profile "$profile" -p quorumlock-uniffi --lib
-elif [ "$profile" = dev ]; then
-  "${cargo[@]}" --profile dev "${tools[@]}"
-else
-  "${cargo[@]}" --profile "$profile" -p quorumlock-uniffi --lib
-  "${cargo[@]}" --profile dev "${tools[@]}"
-fi
+cargo=(cargo build --locked -q ${QL_CARGO_JOBS:+-j "$QL_CARGO_JOBS"} --manifest-path "$repo/Cargo.toml")
 target=${CARGO_TARGET_DIR:-$repo/target}
 case "$target" in /*) ;; *) target="$repo/$target" ;; esac
+# The crate alone: the smallest set of dependencies to compile.
+if [ "$skip_tests" = true ]; then
+  "${cargo[@]}" --profile "$profile" -p quorumlock-uniffi --lib
+else
+  "${cargo[@]}" --profile "$profile" -p quorumlock-uniffi
+  [ "$profile" = dev ] || "${cargo[@]}" --profile dev -p quorumlock-uniffi --bin uniffi-bindgen
+  # ql-harness and the CLI: `make test-jvm` has built them already (make harness, test-rust);
+  # a standalone `mvn verify` builds them once.
+  tools=()
+  [ -x "$target/debug/ql-harness" ] || tools+=(-p quorumlock-harness)
+  [ -x "$target/debug/quorumlock" ] || tools+=(-p quorumlock-cli)
+  [ ${#tools[@]} -eq 0 ] || "${cargo[@]}" --profile dev "${tools[@]}"
+fi
 dir=$([ "$profile" = dev ] && echo debug || echo "$profile")
 src="$target/$dir/libquorumlock_uniffi.so"
 dst="$classes/$platform/libquorumlock_uniffi.so"
