@@ -15,8 +15,6 @@ import java.time.Duration
 import java.util.concurrent.CancellationException
 import java.util.concurrent.CompletableFuture
 import java.util.concurrent.ExecutionException
-import java.util.concurrent.TimeUnit
-import java.util.concurrent.TimeoutException
 
 /**
  * Entry point: connect to N independent Redis masters.
@@ -258,25 +256,6 @@ class Client internal constructor(private val native: invalid.example.quorumlock
             }
         } finally {
             if (interrupted) Thread.currentThread().interrupt()
-        }
-    }
-
-    /** Like [acquireBlocking] with a deadline on the caller's side too (`tryLock(time)`). */
-    internal fun acquireBlocking(names: List<String>, config: LockConfig, timeoutNanos: Long): Lease? {
-        if (Thread.interrupted()) throw InterruptedException()
-        val cancel = CancelHandle()
-        val started = startAcquire(names, config, cancel)
-        try {
-            return Lease(started.get(timeoutNanos, TimeUnit.NANOSECONDS))
-        } catch (e: ExecutionException) {
-            Native.rethrow(e)
-        } catch (e: TimeoutException) {
-            cancel.cancel()
-            return finishCancelled(started)?.let { Lease(it) }
-        } catch (e: InterruptedException) {
-            cancel.cancel()
-            finishCancelled(started)?.let { Lease(it).releaseAsync() }
-            throw e
         }
     }
 
