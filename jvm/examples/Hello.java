@@ -1,5 +1,5 @@
 // A Java program with only the quorumlock -all jar on its class path:
-//   java -cp jvm/target/quorumlock-0.1.0-all.jar jvm/examples/Hello.java
+//   java -cp jvm/target/quorumlock-0.2.0-all.jar jvm/examples/Hello.java
 // QL_NODES: comma-separated node URLs (ql-harness exec sets it).
 import invalid.example.quorumlock.Client;
 import invalid.example.quorumlock.QuorumLock;
