@@ -2,7 +2,7 @@
 //! `index.js` turns a [`NativeError`] into a `QuorumlockError`.
 
 use napi_derive::napi;
-use quorumlock::{Error, ErrorKind, NodeCategory, Report};
+use quorumlock::{Error, ErrorKind, Report};
 use tokio::task::JoinError;
 
 /// One node's entry of a report.
@@ -64,20 +64,6 @@ pub(crate) fn code(kind: ErrorKind) -> &'static str {
 
 const INTERNAL: &str = "QL_INTERNAL";
 
-fn category(c: NodeCategory) -> &'static str {
-    match c {
-        NodeCategory::Vote => "Vote",
-        NodeCategory::Timeout => "Timeout",
-        NodeCategory::Connection => "Connection",
-        NodeCategory::Auth => "Auth",
-        NodeCategory::Script => "Script",
-        NodeCategory::Misconfigured => "Misconfigured",
-        NodeCategory::Quarantined => "Quarantined",
-        NodeCategory::Server => "Server",
-        _ => "Unknown",
-    }
-}
-
 /// The entries of a report.
 pub(crate) fn nodes(report: &Report) -> Vec<NodeEntry> {
     report
@@ -88,7 +74,7 @@ pub(crate) fn nodes(report: &Report) -> Vec<NodeEntry> {
             address: n.address.clone(),
             latency_us: n.latency.map(|d| d.as_micros() as f64),
             kind: n.kind.as_str().to_owned(),
-            category: category(n.kind.category()).to_owned(),
+            category: n.kind.category().as_str().to_owned(),
             detail: n.detail.clone(),
         })
         .collect()

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use quorumlock::{Error, ErrorKind, NodeCategory, Report};
+use quorumlock::{Error, ErrorKind, Report};
 
 /// `QL_INTERNAL`: a bug (a panic in an engine task); the C ABI's number for it.
 pub const INTERNAL_CODE: u32 = 99;
@@ -64,21 +64,6 @@ impl std::fmt::Display for NativeError {
 
 impl std::error::Error for NativeError {}
 
-/// A stable kind of node category name.
-fn category(c: NodeCategory) -> &'static str {
-    match c {
-        NodeCategory::Vote => "Vote",
-        NodeCategory::Timeout => "Timeout",
-        NodeCategory::Connection => "Connection",
-        NodeCategory::Auth => "Auth",
-        NodeCategory::Script => "Script",
-        NodeCategory::Misconfigured => "Misconfigured",
-        NodeCategory::Quarantined => "Quarantined",
-        NodeCategory::Server => "Server",
-        _ => "Unknown",
-    }
-}
-
 /// The entries of a report.
 pub(crate) fn nodes(report: &Report) -> Vec<NodeReport> {
     report
@@ -89,7 +74,7 @@ pub(crate) fn nodes(report: &Report) -> Vec<NodeReport> {
             address: n.address.clone(),
             kind: n.kind.as_str().to_owned(),
             kind_code: n.kind.code(),
-            category: category(n.kind.category()).to_owned(),
+            category: n.kind.category().as_str().to_owned(),
             latency: n.latency,
             detail: n.detail.clone(),
         })
