@@ -19,6 +19,7 @@ pub mod config;
 pub mod error;
 pub mod extend;
 pub mod fencing;
+pub mod hold;
 pub mod probe;
 pub mod quorum;
 pub mod report;
