@@ -315,6 +315,34 @@ pub struct Timing {
 }
 
 impl Timing {
+    /// The timing of a client with drift factor `d`, drift constant `c`, `max_ttl` and the
+    /// quarantine margin, checked: `0 <= d < 0.5`, `1 ms <= max_ttl <=` [`MAX_TTL_LIMIT`].
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming the bad setting.
+    pub fn checked(
+        drift_factor: f64,
+        drift_constant: Duration,
+        max_ttl: Duration,
+        quarantine_margin: Duration,
+    ) -> Result<Self> {
+        if !(drift_factor.is_finite() && (0.0..0.5).contains(&drift_factor)) {
+            return Err(Error::invalid("drift_factor must be a number in 0.0..0.5"));
+        }
+        if max_ttl.is_zero() || max_ttl > MAX_TTL_LIMIT {
+            return Err(Error::invalid(format!(
+                "max_ttl must be between 1 ms and {} ms (2^53 - 1)",
+                MAX_TTL_LIMIT.as_millis()
+            )));
+        }
+        Ok(Self {
+            drift_factor,
+            drift_constant,
+            max_ttl,
+            quarantine_period: max_ttl.saturating_add(quarantine_margin),
+        })
+    }
+
     /// `drift(ttl) = ttl * d + c`, rounded up to the next microsecond.
     pub fn drift(&self, ttl: Duration) -> Duration {
         let us = (ttl.as_micros() as f64 * self.drift_factor).ceil();

@@ -1,0 +1,380 @@
+//! The host's services as Rust values: the transport, the monotonic clock
+//! (`performance.now()`), the CSPRNG (`crypto.getRandomValues`), timers (`setTimeout`), abort
+//! signals, and the conversions of replies, reports and errors.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
+use quorumlock_proto::command::{Failure, Reply, error_kind};
+use quorumlock_proto::error::Error;
+use quorumlock_proto::report::{NodeKind, Report};
+use quorumlock_proto::value::Random;
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+
+#[wasm_bindgen]
+extern "C" {
+    /// The I/O adapter: `addresses` (one per node) and `send(node, argv)`, which resolves
+    /// to the node's reply and rejects with `{ replyError: true, message }` for a Redis error
+    /// reply, or with an error whose `kind` names the node kind of a transport failure.
+    pub type Transport;
+
+    #[wasm_bindgen(method, catch)]
+    fn send(this: &Transport, node: u32, argv: Array) -> Result<JsValue, JsValue>;
+
+    #[wasm_bindgen(method, getter)]
+    fn addresses(this: &Transport) -> JsValue;
+
+    #[wasm_bindgen(js_namespace = performance, js_name = now)]
+    fn performance_now() -> f64;
+
+    #[wasm_bindgen(js_namespace = crypto, js_name = getRandomValues, catch)]
+    fn get_random_values(buf: &mut [u8]) -> Result<JsValue, JsValue>;
+
+    #[wasm_bindgen(js_name = setTimeout)]
+    fn set_timeout(f: &Function, ms: f64) -> JsValue;
+
+    #[wasm_bindgen(js_name = clearTimeout)]
+    fn clear_timeout(id: &JsValue);
+}
+
+/// The monotonic clock in microseconds.
+pub fn now_us() -> u64 {
+    let ms = performance_now();
+    if ms.is_finite() && ms > 0.0 {
+        (ms * 1000.0) as u64
+    } else {
+        0
+    }
+}
+
+/// `crypto.getRandomValues`.
+pub struct Crypto;
+
+impl Random for Crypto {
+    fn fill(&mut self, out: &mut [u8]) -> Result<(), String> {
+        // getRandomValues takes at most 65536 bytes at once.
+        for chunk in out.chunks_mut(65_536) {
+            get_random_values(chunk).map_err(|e| text_of(&e))?;
+        }
+        Ok(())
+    }
+}
+
+/// Eight random bytes (jitter; not a safety property: zeros if the source fails).
+pub fn random8() -> [u8; 8] {
+    let mut b = [0u8; 8];
+    let _ = Crypto.fill(&mut b);
+    b
+}
+
+fn get(o: &JsValue, key: &str) -> JsValue {
+    Reflect::get(o, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+}
+
+fn set(o: &Object, key: &str, value: impl Into<JsValue>) {
+    let _ = Reflect::set(o, &JsValue::from_str(key), &value.into());
+}
+
+/// The text of a thrown value: its `message`, or the value as a string.
+pub fn text_of(e: &JsValue) -> String {
+    get(e, "message")
+        .as_string()
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| "unknown error".to_owned())
+}
+
+/// A timer (`setTimeout`) as a future; cleared when dropped. A `weak` timer does not keep a
+/// Node process alive (`unref`).
+pub struct Sleep {
+    id: JsValue,
+    fut: JsFuture,
+}
+
+/// The longest `setTimeout` delay; longer sleeps end early and are taken again.
+const MAX_TIMER_MS: f64 = 2_147_483_647.0;
+
+impl Sleep {
+    /// Sleeps until `at_us` on [`now_us`].
+    pub fn until(at_us: u64, weak: bool) -> Self {
+        let us = at_us.saturating_sub(now_us());
+        Self::new((us as f64 / 1000.0).ceil().min(MAX_TIMER_MS), weak)
+    }
+
+    fn new(ms: f64, weak: bool) -> Self {
+        let mut id = JsValue::UNDEFINED;
+        let promise = Promise::new(&mut |resolve, _reject| {
+            id = set_timeout(&resolve, ms);
+        });
+        if weak && let Some(unref) = get(&id, "unref").dyn_ref::<Function>() {
+            let _ = unref.call0(&id);
+        }
+        Self {
+            id,
+            fut: JsFuture::from(promise),
+        }
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        Pin::new(&mut self.fut).poll(cx).map(|_| ())
+    }
+}
+
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        clear_timeout(&self.id);
+    }
+}
+
+/// Completes when an `AbortSignal` aborts; the listener is removed when dropped.
+pub struct Aborted {
+    signal: JsValue,
+    listener: Option<Function>,
+    fut: Option<JsFuture>,
+}
+
+impl Aborted {
+    /// Watches `signal` (`undefined` or `null`: never completes).
+    pub fn new(signal: JsValue) -> Self {
+        let mut me = Self {
+            signal,
+            listener: None,
+            fut: None,
+        };
+        if me.signal.is_undefined() || me.signal.is_null() {
+            return me;
+        }
+        let add = get(&me.signal, "addEventListener");
+        let Some(add) = add.dyn_ref::<Function>() else {
+            return me;
+        };
+        let mut listener = None;
+        let promise = Promise::new(&mut |resolve, _reject| {
+            let _ = add.call2(&me.signal, &JsValue::from_str("abort"), &resolve);
+            listener = Some(resolve);
+        });
+        me.listener = listener;
+        me.fut = Some(JsFuture::from(promise));
+        me
+    }
+
+    /// Whether the signal has aborted already.
+    pub fn is_aborted(&self) -> bool {
+        get(&self.signal, "aborted").is_truthy()
+    }
+}
+
+impl Future for Aborted {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        match &mut self.fut {
+            Some(f) => Pin::new(f).poll(cx).map(|_| ()),
+            None => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for Aborted {
+    fn drop(&mut self) {
+        if let Some(listener) = &self.listener
+            && let Some(remove) = get(&self.signal, "removeEventListener").dyn_ref::<Function>()
+        {
+            let _ = remove.call2(&self.signal, &JsValue::from_str("abort"), listener);
+        }
+    }
+}
+
+impl Transport {
+    /// The node addresses the adapter declares.
+    pub fn node_addresses(&self) -> Result<Vec<String>, Error> {
+        let list = self.addresses();
+        if !Array::is_array(&list) {
+            return Err(Error::invalid(
+                "the transport must have an `addresses` array (one address per node)",
+            ));
+        }
+        Array::from(&list)
+            .iter()
+            .map(|a| {
+                a.as_string()
+                    .ok_or_else(|| Error::invalid("transport addresses must be strings"))
+            })
+            .collect()
+    }
+
+    /// Sends `argv` to node `node` now (the request is written before this returns, for
+    /// adapters whose clients write synchronously), and returns its reply as a future.
+    pub fn request(
+        &self,
+        node: usize,
+        argv: &[Vec<u8>],
+    ) -> impl Future<Output = Result<Reply, Failure>> + use<> {
+        let args = Array::new_with_length(u32::try_from(argv.len()).unwrap_or(u32::MAX));
+        for (i, a) in argv.iter().enumerate() {
+            let v = match std::str::from_utf8(a) {
+                Ok(s) => JsValue::from_str(s),
+                Err(_) => Uint8Array::from(a.as_slice()).into(),
+            };
+            args.set(u32::try_from(i).unwrap_or(u32::MAX), v);
+        }
+        let sent = self.send(u32::try_from(node).unwrap_or(u32::MAX), args);
+        async move {
+            let value = match sent {
+                Ok(v) => JsFuture::from(Promise::resolve(&v)).await,
+                Err(e) => Err(e),
+            };
+            match value {
+                Ok(v) => reply_of(&v),
+                Err(e) => Err(failure_of(&e)),
+            }
+        }
+    }
+}
+
+/// A reply as JavaScript gave it: `null`, a number or bigint, a string (a status or a
+/// text), bytes, or an array of these.
+pub fn reply_of(v: &JsValue) -> Result<Reply, Failure> {
+    if v.is_null() || v.is_undefined() {
+        return Ok(Reply::Nil);
+    }
+    if let Some(n) = v.as_f64() {
+        if n.fract() == 0.0 && n.abs() <= 9_007_199_254_740_991.0 {
+            return Ok(Reply::Int(n as i64));
+        }
+        return Err((
+            NodeKind::Protocol,
+            format!("a non-integer number in a reply: {n}"),
+        ));
+    }
+    if v.is_bigint() {
+        return i64::try_from(js_sys::BigInt::unchecked_from_js_ref(v).clone())
+            .map(Reply::Int)
+            .map_err(|_| {
+                (
+                    NodeKind::Protocol,
+                    "an integer reply beyond 64 bits".to_owned(),
+                )
+            });
+    }
+    if let Some(s) = v.as_string() {
+        return Ok(Reply::Status(s));
+    }
+    if let Some(bytes) = v.dyn_ref::<Uint8Array>() {
+        return Ok(Reply::Data(bytes.to_vec()));
+    }
+    if Array::is_array(v) {
+        return Array::from(v)
+            .iter()
+            .map(|x| reply_of(&x))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Reply::Array);
+    }
+    Err((
+        NodeKind::Protocol,
+        format!(
+            "unexpected reply type: {}",
+            v.js_typeof().as_string().unwrap_or_default()
+        ),
+    ))
+}
+
+/// A rejection as a node failure: a Redis error reply (`replyError`) by its code, a transport
+/// failure by its `kind` (a node kind's name; `ConnectionLost` when absent).
+pub fn failure_of(e: &JsValue) -> Failure {
+    let text = text_of(e);
+    if get(e, "replyError").is_truthy() {
+        let code = text.split_whitespace().next().unwrap_or("");
+        return (error_kind(code, &text), text);
+    }
+    let kind = get(e, "kind")
+        .as_string()
+        .and_then(|k| {
+            NodeKind::ALL
+                .iter()
+                .copied()
+                .find(|n| n.as_str() == k && n.is_error() && *n != NodeKind::Pending)
+        })
+        .unwrap_or(NodeKind::ConnectionLost);
+    (kind, text)
+}
+
+/// Text as a reply carries it (a status, bytes), for INFO and CONFIG.
+pub fn reply_text(r: &Reply) -> Option<String> {
+    match r {
+        Reply::Status(s) => Some(s.clone()),
+        Reply::Data(d) => Some(String::from_utf8_lossy(d).into_owned()),
+        _ => None,
+    }
+}
+
+/// A report as an array of `{ index, address, latencyUs?, kind, category, detail? }`.
+pub fn report_js(r: &Report) -> Array {
+    r.nodes()
+        .iter()
+        .map(|n| {
+            let o = Object::new();
+            set(&o, "index", n.index as f64);
+            set(&o, "address", n.address.as_str());
+            if let Some(l) = n.latency {
+                set(&o, "latencyUs", l.as_micros() as f64);
+            }
+            set(&o, "kind", n.kind.as_str());
+            set(&o, "category", format!("{:?}", n.kind.category()));
+            if let Some(d) = &n.detail {
+                set(&o, "detail", d.as_str());
+            }
+            JsValue::from(o)
+        })
+        .collect()
+}
+
+/// An error as `{ qlError: true, code, message, attempts, validityMs, lostReason, nodes,
+/// attemptReports }`; the package turns it into a `QuorumlockError`.
+pub fn error_js(e: &Error) -> JsValue {
+    let o = Object::new();
+    set(&o, "qlError", true);
+    set(&o, "code", e.kind().as_str());
+    set(&o, "message", e.to_string());
+    set(&o, "attempts", f64::from(e.attempts()));
+    set(
+        &o,
+        "validityMs",
+        e.validity_us()
+            .map_or(JsValue::NULL, |us| JsValue::from_f64(us as f64 / 1000.0)),
+    );
+    set(
+        &o,
+        "lostReason",
+        e.lost_reason()
+            .map_or(JsValue::NULL, |r| JsValue::from_str(r.as_str())),
+    );
+    set(&o, "nodes", report_js(e.report()));
+    let history: Array = e
+        .attempt_reports()
+        .iter()
+        .map(|r| JsValue::from(report_js(r)))
+        .collect();
+    set(&o, "attemptReports", history);
+    o.into()
+}
+
+/// A release report as `{ releasedCount, wasHeldByQuorum, nodes }`.
+pub fn release_js(r: &Report) -> JsValue {
+    let o = Object::new();
+    set(&o, "releasedCount", r.released_count() as f64);
+    set(&o, "wasHeldByQuorum", r.was_held_by_quorum());
+    set(&o, "nodes", report_js(r));
+    o.into()
+}
+
+/// Reads field `key` of an options object (`None` when absent or `undefined`).
+pub fn field(o: &JsValue, key: &str) -> Option<JsValue> {
+    let v = get(o, key);
+    (!v.is_undefined()).then_some(v)
+}
