@@ -298,15 +298,10 @@ impl Inner {
     ) -> NodeState {
         let info = match info {
             Ok(r) => reply_text(&r).map(|t| probe::parse_info(&t)),
-            // A refused INFO (an ACL, a REST endpoint that lacks it) is not a dead node.
-            Err((kind, _))
-                if !matches!(
-                    kind.category(),
-                    NodeCategory::Connection | NodeCategory::Timeout
-                ) =>
-            {
-                None
-            }
+            // INFO refused by an ACL (NOPERM) or unknown to the endpoint (ERR ...): the node
+            // answers but cannot be described. Anything else (auth, connection, timeout,
+            // a server error) means it cannot carry traffic now.
+            Err((NodeKind::NoPermission | NodeKind::Other, _)) => None,
             Err(f) => return NodeState::Down(f),
         };
         let mut config = HashMap::new();
