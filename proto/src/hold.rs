@@ -332,7 +332,10 @@ mod tests {
         );
         let o = LockOptions::default().max_hold(Duration::from_secs(15));
         let mut h = Hold::new(&o, 0, 0, 9 * S);
-        assert!(h.start_extend(&t, &o, Duration::from_secs(10), 5 * S).is_ok());
+        assert!(
+            h.start_extend(&t, &o, Duration::from_secs(10), 5 * S)
+                .is_ok()
+        );
         let e = h
             .start_extend(&t, &o, Duration::from_secs(10), 5 * S + 1)
             .unwrap_err();
