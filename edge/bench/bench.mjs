@@ -3,7 +3,8 @@
 // node-redlock 5.0.0-beta.2 and a raw ioredis floor on the nodes of $QL_NODES (5 local
 // redis-server nodes under ql-harness exec). Each of `conc` async loops works on its own key
 // for a 500 ms warm-up and SECS measured seconds; implementations alternate for ROUNDS rounds
-// and the best run of each by throughput is shown. Peers come from bench/node/node_modules.
+// and the best run of each by throughput is shown, with this process's CPU time per operation
+// (user + system; the least load-dependent number on a shared machine). Peers come from bench/node/node_modules.
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { loadavg } from 'node:os'
@@ -73,6 +74,7 @@ const IMPLS = {
 async function runOne(create, conc, run) {
   const inst = await create()
   const warmEnd = performance.now() + 500
+  let cpu0 = null
   const end = warmEnd + SECS * 1000
   const lat = []
   let errors = 0
@@ -86,15 +88,18 @@ async function runOne(create, conc, run) {
         ok = false
       }
       if (t0 < warmEnd) continue
+      cpu0 ??= process.cpuUsage()
       if (ok) lat.push(performance.now() - t0)
       else errors++
     }
   }
   await Promise.all(Array.from({ length: conc }, (_, i) => loop(`edge-bench:${run}:${i}`)))
+  const cpu = process.cpuUsage(cpu0 ?? undefined)
   await inst.close()
   lat.sort((a, b) => a - b)
   const pct = (p) => (lat.length ? Math.round(lat[Math.min(Math.floor((lat.length * p) / 100), lat.length - 1)] * 1000) : 0)
-  return { tput: lat.length / SECS, p50: pct(50), p99: pct(99), errors }
+  const cpuUs = lat.length ? Math.round((cpu.user + cpu.system) / lat.length) : 0
+  return { tput: lat.length / SECS, p50: pct(50), p99: pct(99), errors, cpuUs }
 }
 
 const wasm = readFileSync(new URL('../wasm/quorumlock_edge_bg.wasm', import.meta.url))
@@ -102,7 +107,7 @@ const glue = readFileSync(new URL('../wasm/quorumlock_edge.js', import.meta.url)
 console.log(`quorumlock_edge_bg.wasm: ${wasm.length} bytes raw, ${gzipSync(wasm, { level: 9 }).length} bytes gzipped; ` +
   `glue quorumlock_edge.js: ${glue.length} bytes raw, ${gzipSync(glue, { level: 9 }).length} gzipped`)
 console.log(`edge bench: ${URLS.length} nodes, ${SECS} s per case, best of ${ROUNDS}, load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`)
-console.log(`${'case'.padEnd(6)} ${'impl'.padEnd(22)} ${'ops/s'.padStart(8)} ${'p50 µs'.padStart(8)} ${'p99 µs'.padStart(8)} ${'errors'.padStart(7)}`)
+console.log(`${'case'.padEnd(6)} ${'impl'.padEnd(22)} ${'ops/s'.padStart(8)} ${'p50 µs'.padStart(8)} ${'p99 µs'.padStart(8)} ${'errors'.padStart(7)} ${'CPU µs/op'.padStart(10)}`)
 let run = 0
 for (const conc of CONCS) {
   const best = {}
@@ -113,9 +118,9 @@ for (const conc of CONCS) {
     }
   }
   for (const [name, s] of Object.entries(best)) {
-    console.log(`${`c=${conc}`.padEnd(6)} ${name.padEnd(22)} ${s.tput.toFixed(0).padStart(8)} ${String(s.p50).padStart(8)} ${String(s.p99).padStart(8)} ${String(s.errors).padStart(7)}`)
+    console.log(`${`c=${conc}`.padEnd(6)} ${name.padEnd(22)} ${s.tput.toFixed(0).padStart(8)} ${String(s.p50).padStart(8)} ${String(s.p99).padStart(8)} ${String(s.errors).padStart(7)} ${String(s.cpuUs).padStart(10)}`)
   }
   const q = best['quorumlock-edge']
   const r5 = best['redlock@5.0.0-beta.2']
-  console.log(`${`c=${conc}`.padEnd(6)} quorumlock-edge vs redlock 5: ops/s x${(q.tput / r5.tput).toFixed(2)}, p50 x${(q.p50 / r5.p50).toFixed(2)}`)
+  console.log(`${`c=${conc}`.padEnd(6)} quorumlock-edge vs redlock 5: ops/s x${(q.tput / r5.tput).toFixed(2)}, p50 x${(q.p50 / r5.p50).toFixed(2)}, CPU per op x${(q.cpuUs / r5.cpuUs).toFixed(2)}`)
 }

@@ -157,8 +157,8 @@ export interface InitOutput {
     readonly lockhandle_ttlMs: (a: number) => number;
     readonly lockhandle_value: (a: number) => [number, number];
     readonly version: () => [number, number];
-    readonly __wasm_bindgen_func_elem_384: (a: number, b: number, c: any) => [number, number];
-    readonly __wasm_bindgen_func_elem_391: (a: number, b: number, c: any, d: any) => void;
+    readonly __wasm_bindgen_func_elem_387: (a: number, b: number, c: any) => [number, number];
+    readonly __wasm_bindgen_func_elem_394: (a: number, b: number, c: any, d: any) => void;
     readonly __wbindgen_export: (a: number, b: number) => number;
     readonly __wbindgen_export2: (a: number, b: number, c: number, d: number) => number;
     readonly __wbindgen_export3: (a: number, b: number, c: number) => void;

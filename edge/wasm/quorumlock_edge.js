@@ -451,7 +451,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_391(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_394(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -477,7 +477,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_391(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_394(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -554,8 +554,8 @@ function __wbg_get_imports() {
             return ret;
         },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 88, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_384);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 89, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_387);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0) {
@@ -588,15 +588,15 @@ function __wbg_get_imports() {
     };
 }
 
-function __wasm_bindgen_func_elem_384(arg0, arg1, arg2) {
-    const ret = wasm.__wasm_bindgen_func_elem_384(arg0, arg1, arg2);
+function __wasm_bindgen_func_elem_387(arg0, arg1, arg2) {
+    const ret = wasm.__wasm_bindgen_func_elem_387(arg0, arg1, arg2);
     if (ret[1]) {
         throw takeFromExternrefTable0(ret[0]);
     }
 }
 
-function __wasm_bindgen_func_elem_391(arg0, arg1, arg2, arg3) {
-    wasm.__wasm_bindgen_func_elem_391(arg0, arg1, arg2, arg3);
+function __wasm_bindgen_func_elem_394(arg0, arg1, arg2, arg3) {
+    wasm.__wasm_bindgen_func_elem_394(arg0, arg1, arg2, arg3);
 }
 
 const EngineFinalization = (typeof FinalizationRegistry === 'undefined')
