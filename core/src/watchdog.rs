@@ -3,7 +3,6 @@
 //! signal exactly once when extension fails for good.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::clock::MonoTime;
 use crate::lock::{self, Shared};
