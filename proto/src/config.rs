@@ -461,6 +461,17 @@ mod tests {
     }
 
     #[test]
+    fn client_timing_is_checked() {
+        let ms = Duration::from_millis;
+        let t = Timing::checked(0.01, ms(2), ms(60_000), ms(5_000)).unwrap();
+        assert_eq!(t, timing());
+        assert!(Timing::checked(0.5, ms(2), ms(60_000), ms(5_000)).is_err());
+        assert!(Timing::checked(f64::NAN, ms(2), ms(60_000), ms(5_000)).is_err());
+        assert!(Timing::checked(0.01, ms(2), Duration::ZERO, ms(5_000)).is_err());
+        assert!(Timing::checked(0.01, ms(2), MAX_TTL_LIMIT + ms(1), ms(5_000)).is_err());
+    }
+
+    #[test]
     fn node_timeout_defaults() {
         assert_eq!(
             default_node_timeout(Duration::from_secs(10)),
