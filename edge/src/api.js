@@ -5,7 +5,7 @@
 
 // The runtime's loader (package.json "imports": node, workerd, edge-light or web) runs first.
 import '#init'
-import { Engine, errorCodes, version, fenceCheckScript } from '../wasm/quorumlock_edge.js'
+import { Engine, errorCodes, version, fenceCheckScript, settle } from '../wasm/quorumlock_edge.js'
 import { transportOf } from './transports.js'
 
 export * as transports from './transports.js'
@@ -88,6 +88,26 @@ async function wait(promise) {
     return await promise
   } catch (e) {
     throw toError(e)
+  }
+}
+
+// The engine sends through `send(node, argv, id)` and learns the outcome from `settle(id,
+// ok, value)`: one plain callback per request instead of a Promise wrapper on each side.
+function hostOf(transport) {
+  return {
+    addresses: transport.addresses,
+    send(node, argv, id) {
+      let reply
+      try {
+        reply = transport.send(node, argv)
+      } catch (e) {
+        reply = Promise.reject(e)
+      }
+      Promise.resolve(reply).then(
+        (value) => settle(id, true, value),
+        (error) => settle(id, false, error),
+      )
+    },
   }
 }
 
@@ -200,7 +220,7 @@ export class Client {
     }
     const transport = call(() => transportOf(options, QuorumlockError))
     const onWarning = typeof options.onWarning === 'function' ? options.onWarning : emitWarning
-    this.#engine = call(() => new Engine(options, transport, onWarning))
+    this.#engine = call(() => new Engine(options, hostOf(transport), onWarning))
     this.#ready = wait(this.#engine.connect())
     this.#ready.catch(() => {})
   }

@@ -122,6 +122,12 @@ export function errorCodes(): string[];
 export function fenceCheckScript(): string;
 
 /**
+ * Delivers the outcome of request or timer `id`: the reply (`ok`) or the failure. Called by
+ * the package's transport wrapper; an id whose future is gone is ignored.
+ */
+export function settle(id: number, ok: boolean, value: any): void;
+
+/**
  * The crate version.
  */
 export function version(): string;
@@ -156,9 +162,11 @@ export interface InitOutput {
     readonly lockhandle_tokens: (a: number) => [number, number];
     readonly lockhandle_ttlMs: (a: number) => number;
     readonly lockhandle_value: (a: number) => [number, number];
+    readonly settle: (a: number, b: number, c: any) => void;
     readonly version: () => [number, number];
-    readonly __wasm_bindgen_func_elem_387: (a: number, b: number, c: any) => [number, number];
-    readonly __wasm_bindgen_func_elem_394: (a: number, b: number, c: any, d: any) => void;
+    readonly __wasm_bindgen_func_elem_399: (a: number, b: number, c: any) => [number, number];
+    readonly __wasm_bindgen_func_elem_406: (a: number, b: number, c: any, d: any) => void;
+    readonly __wasm_bindgen_func_elem_150: (a: number, b: number, c: number) => void;
     readonly __wbindgen_export: (a: number, b: number) => number;
     readonly __wbindgen_export2: (a: number, b: number, c: number, d: number) => number;
     readonly __wbindgen_export3: (a: number, b: number, c: number) => void;

@@ -281,6 +281,17 @@ export function fenceCheckScript() {
 }
 
 /**
+ * Delivers the outcome of request or timer `id`: the reply (`ok`) or the failure. Called by
+ * the package's transport wrapper; an id whose future is gone is ignored.
+ * @param {number} id
+ * @param {boolean} ok
+ * @param {any} value
+ */
+export function settle(id, ok, value) {
+    wasm.settle(id, ok, value);
+}
+
+/**
  * The crate version.
  * @returns {string}
  */
@@ -451,7 +462,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_394(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_406(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -477,7 +488,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_394(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_406(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -514,12 +525,11 @@ function __wbg_get_imports() {
             const ret = Promise.resolve(arg0);
             return ret;
         },
-        __wbg_send_8f781d9314206a60: function() { return handleError(function (arg0, arg1, arg2) {
-            const ret = arg0.send(arg1 >>> 0, arg2);
-            return ret;
+        __wbg_send_512c2295cd29f26e: function() { return handleError(function (arg0, arg1, arg2, arg3) {
+            arg0.send(arg1 >>> 0, arg2, arg3 >>> 0);
         }, arguments); },
-        __wbg_setTimeout_313dc641c0dfc5e3: function(arg0, arg1) {
-            const ret = setTimeout(arg0, arg1);
+        __wbg_setTimeout_26a05256e1ec534d: function(arg0, arg1, arg2) {
+            const ret = setTimeout(arg0, arg1, arg2 >>> 0);
             return ret;
         },
         __wbg_set_2793479888329cb6: function() { return handleError(function (arg0, arg1, arg2) {
@@ -554,21 +564,26 @@ function __wbg_get_imports() {
             return ret;
         },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 89, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_387);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 95, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_399);
             return ret;
         },
-        __wbindgen_generic_0000000000000002: function(arg0) {
+        __wbindgen_generic_0000000000000002: function(arg0, arg1) {
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [U32], shim_idx: 6, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_150);
+            return ret;
+        },
+        __wbindgen_generic_0000000000000003: function(arg0) {
             // Cast intrinsic for `F64 -> Externref`.
             const ret = arg0;
             return ret;
         },
-        __wbindgen_generic_0000000000000003: function(arg0) {
+        __wbindgen_generic_0000000000000004: function(arg0) {
             // Cast intrinsic for `I64 -> Externref`.
             const ret = arg0;
             return ret;
         },
-        __wbindgen_generic_0000000000000004: function(arg0, arg1) {
+        __wbindgen_generic_0000000000000005: function(arg0, arg1) {
             // Cast intrinsic for `Ref(String) -> Externref`.
             const ret = getStringFromWasm0(arg0, arg1);
             return ret;
@@ -588,15 +603,19 @@ function __wbg_get_imports() {
     };
 }
 
-function __wasm_bindgen_func_elem_387(arg0, arg1, arg2) {
-    const ret = wasm.__wasm_bindgen_func_elem_387(arg0, arg1, arg2);
+function __wasm_bindgen_func_elem_399(arg0, arg1, arg2) {
+    const ret = wasm.__wasm_bindgen_func_elem_399(arg0, arg1, arg2);
     if (ret[1]) {
         throw takeFromExternrefTable0(ret[0]);
     }
 }
 
-function __wasm_bindgen_func_elem_394(arg0, arg1, arg2, arg3) {
-    wasm.__wasm_bindgen_func_elem_394(arg0, arg1, arg2, arg3);
+function __wasm_bindgen_func_elem_406(arg0, arg1, arg2, arg3) {
+    wasm.__wasm_bindgen_func_elem_406(arg0, arg1, arg2, arg3);
+}
+
+function __wasm_bindgen_func_elem_150(arg0, arg1, arg2) {
+    wasm.__wasm_bindgen_func_elem_150(arg0, arg1, arg2);
 }
 
 const EngineFinalization = (typeof FinalizationRegistry === 'undefined')
@@ -722,6 +741,31 @@ function handleError(f, args) {
 
 function isLikeNone(x) {
     return x === undefined || x === null;
+}
+
+function makeClosure(arg0, arg1, f) {
+    const state = { a: arg0, b: arg1, cnt: 1 };
+    const real = (...args) => {
+
+        // First up with a closure we increment the internal reference
+        // count. This ensures that the Rust closure environment won't
+        // be deallocated while we're invoking it.
+        state.cnt++;
+        try {
+            return f(state.a, state.b, ...args);
+        } finally {
+            real._wbg_cb_unref();
+        }
+    };
+    real._wbg_cb_unref = () => {
+        if (--state.cnt === 0) {
+            wasm.__wbindgen_export6(state.a, state.b);
+            state.a = 0;
+            CLOSURE_DTORS.unregister(state);
+        }
+    };
+    CLOSURE_DTORS.register(real, state, state);
+    return real;
 }
 
 function makeMutClosure(arg0, arg1, f) {
