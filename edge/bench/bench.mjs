@@ -106,6 +106,28 @@ const wasm = readFileSync(new URL('../wasm/quorumlock_edge_bg.wasm', import.meta
 const glue = readFileSync(new URL('../wasm/quorumlock_edge.js', import.meta.url))
 console.log(`quorumlock_edge_bg.wasm: ${wasm.length} bytes raw, ${gzipSync(wasm, { level: 9 }).length} bytes gzipped; ` +
   `glue quorumlock_edge.js: ${glue.length} bytes raw, ${gzipSync(glue, { level: 9 }).length} gzipped`)
+// The engine's own cost: acquire+release over a transport that answers at once, in-process.
+{
+  const transport = {
+    addresses: ['a:1/0', 'b:1/0', 'c:1/0', 'd:1/0', 'e:1/0'],
+    async send(node, argv) {
+      switch (argv[0]) {
+        case 'INFO': return `uptime_in_seconds:1000\r\nrun_id:${node}\r\n`
+        case 'CONFIG': return ['appendonly', 'yes', 'appendfsync', 'always', 'no-appendfsync-on-rewrite', 'no']
+        case 'SET': return 'OK'
+        default: return 1
+      }
+    },
+  }
+  const client = await Client.connect({ transport, ttlMs: TTL_MS, nodeTimeoutMs: 2000 })
+  const N = 20_000
+  for (let i = 0; i < 2000; i++) await (await client.acquire(`w${i}`)).release()
+  const c0 = process.cpuUsage()
+  for (let i = 0; i < N; i++) await (await client.acquire(`m${i % 100}`)).release()
+  const c = process.cpuUsage(c0)
+  console.log(`engine only (instant in-process transport, 5 nodes): ${((c.user + c.system) / N).toFixed(0)} µs CPU per acquire+release`)
+  await client.close()
+}
 console.log(`edge bench: ${URLS.length} nodes, ${SECS} s per case, best of ${ROUNDS}, load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`)
 console.log(`${'case'.padEnd(6)} ${'impl'.padEnd(22)} ${'ops/s'.padStart(8)} ${'p50 µs'.padStart(8)} ${'p99 µs'.padStart(8)} ${'errors'.padStart(7)} ${'CPU µs/op'.padStart(10)}`)
 let run = 0
