@@ -33,8 +33,8 @@ deps-edge:
 	fi
 	@if [ "$$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $(WASM_BINDGEN_VERSION)" ]; then \
 	  echo "installing wasm-bindgen-cli $(WASM_BINDGEN_VERSION) with cargo install (a few minutes)"; \
-	  CARGO_BUILD_JOBS=$${CARGO_BUILD_JOBS:-1} cargo install --locked wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION) || \
-	  CARGO_BUILD_JOBS=$${CARGO_BUILD_JOBS:-1} cargo install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION) || \
+	  $(CARGO) install --locked wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION) || \
+	  $(CARGO) install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION) || \
 	    { echo "deps-edge: cargo could not install wasm-bindgen-cli $(WASM_BINDGEN_VERSION) (it must match the crate's wasm-bindgen exactly)"; exit 1; }; \
 	fi
 	@wasm-bindgen --version && wasm-opt --version
