@@ -250,7 +250,11 @@ export class Client {
     if (signal !== undefined && signal !== null && typeof signal.aborted !== 'boolean') {
       throw new QuorumlockError({ code: 'QL_INVALID', message: 'QL_INVALID: signal must be an AbortSignal', nodes: [] })
     }
-    const lockOptions = options && typeof options === 'object' ? { ...options, signal: undefined } : options
+    let lockOptions = options
+    if (options && typeof options === 'object') {
+      const { signal: _signal, ...rest } = options
+      lockOptions = Object.keys(rest).length > 0 ? rest : undefined
+    }
     const controller = new AbortController()
     const onLost = (e) => controller.abort(toError(e))
     const handle = await wait(this.#engine.acquire(resources, lockOptions, signal, onLost))

@@ -164,8 +164,8 @@ export interface InitOutput {
     readonly lockhandle_value: (a: number) => [number, number];
     readonly settle: (a: number, b: number, c: any) => void;
     readonly version: () => [number, number];
-    readonly __wasm_bindgen_func_elem_399: (a: number, b: number, c: any) => [number, number];
-    readonly __wasm_bindgen_func_elem_406: (a: number, b: number, c: any, d: any) => void;
+    readonly __wasm_bindgen_func_elem_405: (a: number, b: number, c: any) => [number, number];
+    readonly __wasm_bindgen_func_elem_412: (a: number, b: number, c: any, d: any) => void;
     readonly __wasm_bindgen_func_elem_150: (a: number, b: number, c: number) => void;
     readonly __wbindgen_export: (a: number, b: number) => number;
     readonly __wbindgen_export2: (a: number, b: number, c: number, d: number) => number;

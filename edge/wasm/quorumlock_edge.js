@@ -344,6 +344,11 @@ function __wbg_get_imports() {
             const ret = arg0 === null;
             return ret;
         },
+        __wbg___wbindgen_is_object_8b968c3ab8e96595: function(arg0) {
+            const val = arg0;
+            const ret = typeof(val) === 'object' && val !== null;
+            return ret;
+        },
         __wbg___wbindgen_is_undefined_be5b34249ff1fc15: function(arg0) {
             const ret = arg0 === undefined;
             return ret;
@@ -462,7 +467,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_406(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_412(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -488,7 +493,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_406(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_412(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -564,8 +569,8 @@ function __wbg_get_imports() {
             return ret;
         },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 95, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_399);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 100, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_405);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
@@ -603,15 +608,15 @@ function __wbg_get_imports() {
     };
 }
 
-function __wasm_bindgen_func_elem_399(arg0, arg1, arg2) {
-    const ret = wasm.__wasm_bindgen_func_elem_399(arg0, arg1, arg2);
+function __wasm_bindgen_func_elem_405(arg0, arg1, arg2) {
+    const ret = wasm.__wasm_bindgen_func_elem_405(arg0, arg1, arg2);
     if (ret[1]) {
         throw takeFromExternrefTable0(ret[0]);
     }
 }
 
-function __wasm_bindgen_func_elem_406(arg0, arg1, arg2, arg3) {
-    wasm.__wasm_bindgen_func_elem_406(arg0, arg1, arg2, arg3);
+function __wasm_bindgen_func_elem_412(arg0, arg1, arg2, arg3) {
+    wasm.__wasm_bindgen_func_elem_412(arg0, arg1, arg2, arg3);
 }
 
 function __wasm_bindgen_func_elem_150(arg0, arg1, arg2) {

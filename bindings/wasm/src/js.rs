@@ -11,7 +11,7 @@ use std::task::{Context, Poll, Waker};
 use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
 use quorumlock_proto::command::{Failure, Reply, error_kind};
 use quorumlock_proto::error::Error;
-use quorumlock_proto::report::{NodeKind, Report};
+use quorumlock_proto::report::{NodeCategory, NodeKind, Report};
 use quorumlock_proto::value::Random;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::closure::Closure;
@@ -104,12 +104,66 @@ pub fn random8() -> [u8; 8] {
     b
 }
 
-fn get(o: &JsValue, key: &str) -> JsValue {
-    Reflect::get(o, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+thread_local! {
+    /// Property names as JavaScript strings, made once: options, reports and errors use the
+    /// same few names on every call.
+    static KEYS: RefCell<HashMap<&'static str, JsValue>> = RefCell::new(HashMap::new());
 }
 
-fn set(o: &Object, key: &str, value: impl Into<JsValue>) {
-    let _ = Reflect::set(o, &JsValue::from_str(key), &value.into());
+fn key(name: &'static str) -> JsValue {
+    KEYS.with(|k| {
+        k.borrow_mut()
+            .entry(name)
+            .or_insert_with(|| JsValue::from_str(name))
+            .clone()
+    })
+}
+
+thread_local! {
+    /// Strings that recur from call to call (command names, flags, numbers, script SHAs,
+    /// node addresses), made once; at most `MAX_INTERNED`.
+    static INTERNED: RefCell<HashMap<Vec<u8>, JsValue>> = RefCell::new(HashMap::new());
+}
+
+const MAX_INTERNED: usize = 512;
+
+/// `text` as a JavaScript string; recurring short texts are made once.
+fn text_js(text: &[u8], recurring: bool) -> Option<JsValue> {
+    let s = std::str::from_utf8(text).ok()?;
+    if !recurring {
+        return Some(JsValue::from_str(s));
+    }
+    INTERNED.with(|m| {
+        let mut m = m.borrow_mut();
+        if let Some(v) = m.get(text) {
+            return Some(v.clone());
+        }
+        let v = JsValue::from_str(s);
+        if m.len() < MAX_INTERNED {
+            m.insert(text.to_vec(), v.clone());
+        }
+        Some(v)
+    })
+}
+
+/// Whether an argument is likely to recur: a command name or flag, a number, a script SHA.
+fn recurring_arg(a: &[u8]) -> bool {
+    !a.is_empty()
+        && (a.len() <= 12
+            && (a.iter().all(u8::is_ascii_uppercase) || a.iter().all(u8::is_ascii_digit))
+            || a.len() == 40 && a.iter().all(|b| b.is_ascii_hexdigit()))
+}
+
+fn get(o: &JsValue, name: &'static str) -> JsValue {
+    // Reflect.get throws on primitives: an exception per call is slow, and means "absent".
+    if !o.is_object() && !o.is_function() {
+        return JsValue::UNDEFINED;
+    }
+    Reflect::get(o, &key(name)).unwrap_or(JsValue::UNDEFINED)
+}
+
+fn set(o: &Object, name: &'static str, value: impl Into<JsValue>) {
+    let _ = Reflect::set(o, &key(name), &value.into());
 }
 
 /// The text of a thrown value: its `message`, or the value as a string.
@@ -332,9 +386,16 @@ impl Transport {
     ) -> impl Future<Output = Result<Reply, Failure>> + use<> {
         let args = Array::new_with_length(u32::try_from(argv.len()).unwrap_or(u32::MAX));
         for (i, a) in argv.iter().enumerate() {
-            let v = match std::str::from_utf8(a) {
-                Ok(s) => JsValue::from_str(s),
-                Err(_) => Uint8Array::from(a.as_slice()).into(),
+            // The lock value (40 hex characters) looks like a SHA but never recurs: only
+            // the script argument position of EVALSHA is interned.
+            let recurring = if i == 1 {
+                argv[0] == b"EVALSHA"
+            } else {
+                a.len() != 40 && recurring_arg(a)
+            };
+            let v = match text_js(a, recurring) {
+                Some(s) => s,
+                None => Uint8Array::from(a.as_slice()).into(),
             };
             args.set(u32::try_from(i).unwrap_or(u32::MAX), v);
         }
@@ -429,6 +490,20 @@ pub fn reply_text(r: &Reply) -> Option<String> {
     }
 }
 
+fn category_name(c: NodeCategory) -> &'static str {
+    match c {
+        NodeCategory::Vote => "Vote",
+        NodeCategory::Timeout => "Timeout",
+        NodeCategory::Connection => "Connection",
+        NodeCategory::Auth => "Auth",
+        NodeCategory::Script => "Script",
+        NodeCategory::Misconfigured => "Misconfigured",
+        NodeCategory::Quarantined => "Quarantined",
+        NodeCategory::Server => "Server",
+        _ => "Other",
+    }
+}
+
 /// A report as an array of `{ index, address, latencyUs?, kind, category, detail? }`.
 pub fn report_js(r: &Report) -> Array {
     r.nodes()
@@ -436,12 +511,16 @@ pub fn report_js(r: &Report) -> Array {
         .map(|n| {
             let o = Object::new();
             set(&o, "index", n.index as f64);
-            set(&o, "address", n.address.as_str());
+            set(
+                &o,
+                "address",
+                text_js(n.address.as_bytes(), true).unwrap_or(JsValue::UNDEFINED),
+            );
             if let Some(l) = n.latency {
                 set(&o, "latencyUs", l.as_micros() as f64);
             }
-            set(&o, "kind", n.kind.as_str());
-            set(&o, "category", format!("{:?}", n.kind.category()));
+            set(&o, "kind", key(n.kind.as_str()));
+            set(&o, "category", key(category_name(n.kind.category())));
             if let Some(d) = &n.detail {
                 set(&o, "detail", d.as_str());
             }
@@ -490,7 +569,7 @@ pub fn release_js(r: &Report) -> JsValue {
 }
 
 /// Reads field `key` of an options object (`None` when absent or `undefined`).
-pub fn field(o: &JsValue, key: &str) -> Option<JsValue> {
-    let v = get(o, key);
+pub fn field(o: &JsValue, name: &'static str) -> Option<JsValue> {
+    let v = get(o, name);
     (!v.is_undefined()).then_some(v)
 }

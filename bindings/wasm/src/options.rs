@@ -16,7 +16,7 @@ use crate::js::field;
 
 const MAX_COUNT: f64 = 4_294_967_295.0;
 
-fn number(o: &JsValue, name: &str) -> Result<Option<f64>> {
+fn number(o: &JsValue, name: &'static str) -> Result<Option<f64>> {
     match field(o, name) {
         None => Ok(None),
         Some(v) => v.as_f64().map(Some).ok_or_else(|| {
@@ -28,7 +28,7 @@ fn number(o: &JsValue, name: &str) -> Result<Option<f64>> {
     }
 }
 
-fn ms(o: &JsValue, name: &str) -> Result<Option<Duration>> {
+fn ms(o: &JsValue, name: &'static str) -> Result<Option<Duration>> {
     number(o, name)?
         .map(|v| {
             if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= 9_007_199_254_740_991.0 {
@@ -42,7 +42,7 @@ fn ms(o: &JsValue, name: &str) -> Result<Option<Duration>> {
         .transpose()
 }
 
-fn count(o: &JsValue, name: &str, infinite_ok: bool) -> Result<Option<u32>> {
+fn count(o: &JsValue, name: &'static str, infinite_ok: bool) -> Result<Option<u32>> {
     number(o, name)?
         .map(|v| {
             if infinite_ok && v == f64::INFINITY {
@@ -60,7 +60,7 @@ fn count(o: &JsValue, name: &str, infinite_ok: bool) -> Result<Option<u32>> {
         .transpose()
 }
 
-fn boolean(o: &JsValue, name: &str) -> Result<Option<bool>> {
+fn boolean(o: &JsValue, name: &'static str) -> Result<Option<bool>> {
     match field(o, name) {
         None => Ok(None),
         Some(v) => v
@@ -70,7 +70,7 @@ fn boolean(o: &JsValue, name: &str) -> Result<Option<bool>> {
     }
 }
 
-fn choice<T: Copy>(o: &JsValue, name: &str, options: &[(&str, T)]) -> Result<Option<T>> {
+fn choice<T: Copy>(o: &JsValue, name: &'static str, options: &[(&str, T)]) -> Result<Option<T>> {
     let Some(v) = field(o, name) else {
         return Ok(None);
     };
