@@ -135,12 +135,19 @@ export interface NodeAdapter {
    * for a Redis error reply, with a `TransportError` (or any error) for a transport failure.
    */
   send(argv: (string | Uint8Array)[]): Promise<RedisReply>
+  /** Optional: release notices, as `Transport.subscribe` for this node. */
+  subscribe?(channels: string[], onMessage: (channel: string) => void): Promise<() => unknown>
 }
 
 /** The I/O of a client: one adapter per node, or this. */
 export interface Transport {
   readonly addresses: readonly string[]
   send(node: number, argv: (string | Uint8Array)[]): Promise<RedisReply>
+  /**
+   * Optional: subscribes node `node` to `channels` and calls `onMessage(channel)` for each
+   * message; resolves (once the subscription is live) to a function that unsubscribes.
+   */
+  subscribe?(node: number, channels: string[], onMessage: (channel: string) => void): Promise<() => unknown>
 }
 
 /** An Upstash REST endpoint. */
@@ -197,8 +204,9 @@ export interface ClientOptions extends LockOptions {
   /** Nodes whose eviction policy can remove lock keys: `'refuse'` (default), `'warn'` or `'off'`. */
   evictionCheck?: 'refuse' | 'warn' | 'off'
   /**
-   * Releases publish on `<key>:released` (default true), so waiters of the native clients
-   * wake at once. This client itself waits by polling (its retry delay).
+   * Release notification (default true): releases publish on `<key>:released`, and a waiting
+   * acquire listens there (transports with `subscribe`: ioredis, node-redis), so a release
+   * wakes it at once instead of after its retry delay. REST nodes poll.
    */
   notify?: boolean
   /**

@@ -5,7 +5,7 @@
 
 // The runtime's loader (package.json "imports": node, workerd, edge-light or web) runs first.
 import '#init'
-import { Engine, errorCodes, version, fenceCheckScript, settle } from '../wasm/quorumlock_edge.js'
+import { Engine, errorCodes, version, fenceCheckScript, notice, settle } from '../wasm/quorumlock_edge.js'
 import { transportOf } from './transports.js'
 
 export * as transports from './transports.js'
@@ -93,9 +93,34 @@ async function wait(promise) {
 
 // The engine sends through `send(node, argv, id)` and learns the outcome from `settle(id,
 // ok, value)`: one plain callback per request instead of a Promise wrapper on each side.
+// Release notices (transports with `subscribe`) reach it through `notice(listener, node)`.
 function hostOf(transport) {
+  const subscriptions = new Map()
+  const canListen = typeof transport.subscribe === 'function'
   return {
     addresses: transport.addresses,
+    listen(node, channels, listener, ack) {
+      if (!canListen) return false
+      let live
+      try {
+        live = Promise.resolve(transport.subscribe(node, channels, () => notice(listener, node)))
+      } catch (e) {
+        live = Promise.reject(e)
+      }
+      let list = subscriptions.get(listener)
+      if (!list) subscriptions.set(listener, (list = []))
+      list.push(live)
+      live.then(() => settle(ack, true, true), (e) => settle(ack, false, e))
+      return true
+    },
+    unlisten(listener) {
+      const list = subscriptions.get(listener)
+      if (!list) return
+      subscriptions.delete(listener)
+      for (const live of list) {
+        live.then((unsubscribe) => (typeof unsubscribe === 'function' ? unsubscribe() : undefined)).catch(() => {})
+      }
+    },
     send(node, argv, id) {
       let reply
       try {

@@ -35,12 +35,74 @@ function address(host, port, db) {
   return `${h ?? '127.0.0.1'}:${port ?? 6379}/${db ?? 0}`
 }
 
+// Release notices (REDLOCK.md §9) on a second connection per node, opened by the first
+// subscription and closed with the last one, so that an idle client keeps no extra socket.
+// `open()` resolves to { subscribe(channels, onMessage), unsubscribe(channels), close() }.
+function notices(open) {
+  const handlers = new Map()
+  let conn = null
+  return async function subscribe(channels, onMessage) {
+    conn ??= open((channel) => {
+      for (const f of handlers.get(channel) ?? []) f(channel)
+    })
+    const mine = conn
+    const fresh = []
+    for (const ch of channels) {
+      let set = handlers.get(ch)
+      if (!set) {
+        handlers.set(ch, (set = new Set()))
+        fresh.push(ch)
+      }
+      set.add(onMessage)
+    }
+    let c
+    try {
+      c = await mine
+    } catch (e) {
+      // A failed connection is not kept: the next wait tries again.
+      if (conn === mine) conn = null
+      for (const ch of channels) handlers.get(ch)?.delete(onMessage)
+      throw e
+    }
+    if (fresh.length > 0) await c.subscribe(fresh)
+    return async () => {
+      const gone = []
+      for (const ch of channels) {
+        const set = handlers.get(ch)
+        if (!set) continue
+        set.delete(onMessage)
+        if (set.size === 0) {
+          handlers.delete(ch)
+          gone.push(ch)
+        }
+      }
+      if (handlers.size === 0 && conn === mine) {
+        conn = null
+        await c.close()
+      } else if (gone.length > 0) {
+        await c.unsubscribe(gone).catch(() => {})
+      }
+    }
+  }
+}
+
 /** One ioredis client (`new Redis(...)`) as a node. */
 export function ioredisNode(client) {
   const o = client.options ?? {}
   const where = o.path ? `unix:${o.path}/${o.db ?? 0}` : address(o.host, o.port, o.db)
+  const subscribe = notices(async (deliver) => {
+    const sub = client.duplicate({ lazyConnect: false })
+    sub.on('message', (channel) => deliver(channel))
+    sub.on('error', () => {})
+    return {
+      subscribe: (channels) => sub.subscribe(...channels),
+      unsubscribe: (channels) => sub.unsubscribe(...channels),
+      close: async () => sub.disconnect(),
+    }
+  })
   return {
     address: where,
+    subscribe,
     send(argv) {
       let p
       try {
@@ -75,8 +137,19 @@ export function nodeRedisNode(client) {
   } else {
     where = address(o.socket?.host, o.socket?.port, o.database)
   }
+  const subscribe = notices(async (deliver) => {
+    const sub = client.duplicate()
+    sub.on('error', () => {})
+    await sub.connect()
+    return {
+      subscribe: (channels) => sub.subscribe(channels, (_message, channel) => deliver(channel)),
+      unsubscribe: (channels) => sub.unsubscribe(channels),
+      close: async () => (typeof sub.destroy === 'function' ? sub.destroy() : sub.disconnect()),
+    }
+  })
   return {
     address: where,
+    subscribe,
     send(argv) {
       let p
       try {
@@ -168,12 +241,19 @@ function nodeOf(n, i, Err) {
 /** A transport over per-node adapters. */
 export function transport(nodes) {
   const list = [...nodes]
-  return {
+  const t = {
     addresses: list.map((n) => n.address),
     send(i, argv) {
       return list[i].send(argv)
     },
   }
+  if (list.some((n) => typeof n.subscribe === 'function')) {
+    t.subscribe = (i, channels, onMessage) =>
+      typeof list[i].subscribe === 'function'
+        ? list[i].subscribe(channels, onMessage)
+        : Promise.reject(new Error('this node has no pub/sub'))
+  }
+  return t
 }
 
 /** The transport of client options: `transport`, or `nodes` (clients, endpoints, adapters). */

@@ -192,3 +192,24 @@ test('a node that does not answer in time is reported as a timeout, and a quorum
     await quitAll([blocker])
   }
 })
+
+async function connections(r) {
+  return (await r.client('LIST')).split('\n').filter(Boolean).length
+}
+
+test('a waiter wakes at a release notice, not after its retry delay, and closes its subscriber', async () => {
+  const name = unique()
+  const before = await connections(redis[0])
+  const lock = await client.acquire(name, { ttlMs: 5000 })
+  const waiting = other.acquire(name, { ttlMs: 5000, retryCount: 3, retryDelayMs: 3000, retryJitterMs: 0 })
+  await new Promise((r) => setTimeout(r, 400))
+  const released = performance.now()
+  await lock.release()
+  const second = await waiting
+  const woke = performance.now() - released
+  assert.ok(woke < 1500, `woke ${woke.toFixed(0)} ms after the release (retry delay 3000 ms)`)
+  assert.equal(second.attempts, 2)
+  await second.release()
+  await new Promise((r) => setTimeout(r, 200))
+  assert.equal(await connections(redis[0]), before, 'the subscriber connection is closed again')
+})

@@ -57,3 +57,16 @@ test('a node adapter can be given explicitly', async () => {
   await lock.release()
   await c.close()
 })
+
+test('node-redis: a release notice wakes a waiter before its retry delay', async () => {
+  const name = unique('nr-notify')
+  const lock = await client.acquire(name, { ttlMs: 5000 })
+  const waiting = client.acquire(name, { ttlMs: 5000, retryCount: 3, retryDelayMs: 3000, retryJitterMs: 0 })
+  await new Promise((r) => setTimeout(r, 400))
+  const released = performance.now()
+  await lock.release()
+  const second = await waiting
+  const woke = performance.now() - released
+  assert.ok(woke < 1500, `woke ${woke.toFixed(0)} ms after the release`)
+  await second.release()
+})

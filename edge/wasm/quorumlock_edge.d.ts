@@ -122,6 +122,12 @@ export function errorCodes(): string[];
 export function fenceCheckScript(): string;
 
 /**
+ * A release notice for listener `listener` from node `node`. Called by the package's
+ * transport wrapper; a listener that is gone is ignored.
+ */
+export function notice(listener: number, node: number): void;
+
+/**
  * Delivers the outcome of request or timer `id`: the reply (`ok`) or the failure. Called by
  * the package's transport wrapper; an id whose future is gone is ignored.
  */
@@ -162,11 +168,12 @@ export interface InitOutput {
     readonly lockhandle_tokens: (a: number) => [number, number];
     readonly lockhandle_ttlMs: (a: number) => number;
     readonly lockhandle_value: (a: number) => [number, number];
+    readonly notice: (a: number, b: number) => void;
     readonly settle: (a: number, b: number, c: any) => void;
     readonly version: () => [number, number];
-    readonly __wasm_bindgen_func_elem_405: (a: number, b: number, c: any) => [number, number];
-    readonly __wasm_bindgen_func_elem_412: (a: number, b: number, c: any, d: any) => void;
-    readonly __wasm_bindgen_func_elem_150: (a: number, b: number, c: number) => void;
+    readonly __wasm_bindgen_func_elem_440: (a: number, b: number, c: any) => [number, number];
+    readonly __wasm_bindgen_func_elem_447: (a: number, b: number, c: any, d: any) => void;
+    readonly __wasm_bindgen_func_elem_167: (a: number, b: number, c: number) => void;
     readonly __wbindgen_export: (a: number, b: number) => number;
     readonly __wbindgen_export2: (a: number, b: number, c: number, d: number) => number;
     readonly __wbindgen_export3: (a: number, b: number, c: number) => void;

@@ -281,6 +281,16 @@ export function fenceCheckScript() {
 }
 
 /**
+ * A release notice for listener `listener` from node `node`. Called by the package's
+ * transport wrapper; a listener that is gone is ignored.
+ * @param {number} listener
+ * @param {number} node
+ */
+export function notice(listener, node) {
+    wasm.notice(listener, node);
+}
+
+/**
  * Delivers the outcome of request or timer `id`: the reply (`ok`) or the failure. Called by
  * the package's transport wrapper; an id whose future is gone is ignored.
  * @param {number} id
@@ -452,6 +462,10 @@ function __wbg_get_imports() {
             const ret = arg0.length;
             return ret;
         },
+        __wbg_listen_3fa3f3745d6b7af6: function() { return handleError(function (arg0, arg1, arg2, arg3, arg4) {
+            const ret = arg0.listen(arg1 >>> 0, arg2, arg3 >>> 0, arg4 >>> 0);
+            return ret;
+        }, arguments); },
         __wbg_lockhandle_new: function(arg0) {
             const ret = LockHandle.__wrap(arg0);
             return ret;
@@ -467,7 +481,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_412(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_447(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -493,7 +507,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_412(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_447(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -568,14 +582,17 @@ function __wbg_get_imports() {
             const ret = arg0.then(arg1);
             return ret;
         },
+        __wbg_unlisten_93288f5c9cfc7e9f: function() { return handleError(function (arg0, arg1) {
+            arg0.unlisten(arg1 >>> 0);
+        }, arguments); },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 100, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_405);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 110, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_440);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [U32], shim_idx: 6, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_150);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_167);
             return ret;
         },
         __wbindgen_generic_0000000000000003: function(arg0) {
@@ -608,19 +625,19 @@ function __wbg_get_imports() {
     };
 }
 
-function __wasm_bindgen_func_elem_405(arg0, arg1, arg2) {
-    const ret = wasm.__wasm_bindgen_func_elem_405(arg0, arg1, arg2);
+function __wasm_bindgen_func_elem_440(arg0, arg1, arg2) {
+    const ret = wasm.__wasm_bindgen_func_elem_440(arg0, arg1, arg2);
     if (ret[1]) {
         throw takeFromExternrefTable0(ret[0]);
     }
 }
 
-function __wasm_bindgen_func_elem_412(arg0, arg1, arg2, arg3) {
-    wasm.__wasm_bindgen_func_elem_412(arg0, arg1, arg2, arg3);
+function __wasm_bindgen_func_elem_447(arg0, arg1, arg2, arg3) {
+    wasm.__wasm_bindgen_func_elem_447(arg0, arg1, arg2, arg3);
 }
 
-function __wasm_bindgen_func_elem_150(arg0, arg1, arg2) {
-    wasm.__wasm_bindgen_func_elem_150(arg0, arg1, arg2);
+function __wasm_bindgen_func_elem_167(arg0, arg1, arg2) {
+    wasm.__wasm_bindgen_func_elem_167(arg0, arg1, arg2);
 }
 
 const EngineFinalization = (typeof FinalizationRegistry === 'undefined')

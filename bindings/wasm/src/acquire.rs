@@ -1,7 +1,10 @@
 //! The driver of `quorumlock_proto::acquisition::Acquisition` over the host's promises: it
 //! writes each round's requests before reading any reply, feeds the machine replies, timer
-//! ends, cleanup ends and the caller's abort, and returns its grant. Waits between attempts
-//! are the retry delay with jitter (no release subscription: `Output::Listen` is ignored).
+//! ends, cleanup ends, release notices and the caller's abort, and returns its grant. Waits
+//! between attempts are the retry delay with jitter; when the transport has pub/sub, the
+//! first wait subscribes to the keys' release channels (`Output::Listen`), checks once with
+//! `EXISTS` that the keys were not released before the subscription was live, and a notice
+//! from a quorum of nodes cuts the wait short (REDLOCK.md §9).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -11,17 +14,19 @@ use std::task::Poll;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
+use quorumlock_proto::acquire::vacant;
 use quorumlock_proto::acquisition::{Acquisition, Grant, Output, Request};
 use quorumlock_proto::command;
 use quorumlock_proto::config::LockOptions;
 use quorumlock_proto::error::Result;
 use quorumlock_proto::fencing;
+use quorumlock_proto::quorum::{Decide, quorum};
 use quorumlock_proto::report::NodeKind;
 use quorumlock_proto::round::Answer;
 use wasm_bindgen::JsValue;
 
 use crate::engine::{Inner, Local, Traffic};
-use crate::js::{Aborted, Crypto, Sleep, now_us};
+use crate::js::{Aborted, Crypto, Listener, Sleep, now_us};
 
 type Reply = (u64, usize, Answer, Option<Vec<u64>>);
 /// Reads one reply of a round over `n` keys: the answer and any fencing counters.
@@ -31,6 +36,8 @@ enum Event {
     Reply(Reply),
     Timer,
     Cleaned,
+    Listened(Option<Listener>, bool),
+    Released,
     Cancelled,
 }
 
@@ -62,10 +69,22 @@ pub async fn acquire(
     let mut inflight: FuturesUnordered<Local<Reply>> = FuturesUnordered::new();
     let mut cleanup: Option<Local<()>> = None;
     let mut timer: Option<(u64, Sleep)> = None;
+    let mut listening: Option<Local<(Option<Listener>, bool)>> = None;
+    let mut listener: Option<Listener> = None;
     loop {
         while let Some(out) = m.poll_output(now_us(), &mut Crypto) {
             match out {
-                Output::Attempt { .. } | Output::Listen => {}
+                Output::Attempt { .. } => {
+                    // Notices from before this attempt are answered by it.
+                    if let Some(l) = &listener {
+                        l.reset();
+                    }
+                }
+                Output::Listen => {
+                    if inner.s.notify {
+                        listening = Some(listen(inner, &keys, timeout));
+                    }
+                }
                 Output::Send {
                     round,
                     node,
@@ -124,6 +143,17 @@ pub async fn acquire(
             {
                 return Poll::Ready(Event::Cleaned);
             }
+            if let Some(f) = listening.as_mut()
+                && let Poll::Ready((l, vacant)) = f.as_mut().poll(cx)
+            {
+                return Poll::Ready(Event::Listened(l, vacant));
+            }
+            if let Some(l) = &listener
+                && m.wants_release_notice()
+                && l.poll_released(cx).is_ready()
+            {
+                return Poll::Ready(Event::Released);
+            }
             if let Some((_, t)) = timer.as_mut()
                 && Pin::new(t).poll(cx).is_ready()
             {
@@ -148,6 +178,16 @@ pub async fn acquire(
                 cleanup = None;
                 m.handle_cleaned(now);
             }
+            Event::Listened(l, vacant) => {
+                listening = None;
+                listener = l;
+                if vacant {
+                    m.handle_vacant(now);
+                }
+            }
+            Event::Released => {
+                m.handle_released(now);
+            }
             Event::Cancelled => {
                 let c = m.cancel();
                 if let Some((nodes, value)) = c.clean {
@@ -160,6 +200,44 @@ pub async fn acquire(
             }
         }
     }
+}
+
+/// Subscribes to the release channels of `keys` on every node, then checks with one
+/// `EXISTS` round whether a quorum no longer holds them (a release that came before the
+/// subscription was live).
+fn listen(
+    inner: &Rc<Inner>,
+    keys: &Arc<[Vec<u8>]>,
+    timeout: std::time::Duration,
+) -> Local<(Option<Listener>, bool)> {
+    let (inner, keys) = (inner.clone(), keys.clone());
+    Box::pin(async move {
+        let channels: Vec<Vec<u8>> = keys
+            .iter()
+            .map(|k| {
+                let mut c = k.clone();
+                c.extend_from_slice(b":released");
+                c
+            })
+            .collect();
+        let n = inner.n();
+        let timeout_us = u64::try_from(timeout.as_micros()).unwrap_or(u64::MAX);
+        let Some(l) = Listener::start(&inner.transport, n, &channels, quorum(n), timeout_us).await
+        else {
+            return (None, false);
+        };
+        let round = inner
+            .round(
+                &inner.all(),
+                Decide::All,
+                timeout,
+                Traffic::Any,
+                &command::vacant(&keys),
+                command::read_vacant,
+            )
+            .await;
+        (Some(l), vacant(&round, n))
+    })
 }
 
 /// Starts releasing `value` on `nodes` now; the future ends when every node answered or

@@ -32,6 +32,22 @@ extern "C" {
     #[wasm_bindgen(method, getter)]
     fn addresses(this: &Transport) -> JsValue;
 
+    /// Subscribes node `node` to `channels` for listener `listener`: later calls
+    /// [`notice`]`(listener, node)` on each message, and [`settle`]`(ack, ...)` once the
+    /// subscription is live. False when the transport has no pub/sub.
+    #[wasm_bindgen(method, catch)]
+    fn listen(
+        this: &Transport,
+        node: u32,
+        channels: Array,
+        listener: u32,
+        ack: u32,
+    ) -> Result<bool, JsValue>;
+
+    /// Ends every subscription of listener `listener`.
+    #[wasm_bindgen(method, catch)]
+    fn unlisten(this: &Transport, listener: u32) -> Result<(), JsValue>;
+
     #[wasm_bindgen(js_namespace = performance, js_name = now)]
     fn performance_now() -> f64;
 
@@ -258,6 +274,135 @@ pub fn settle(id: u32, ok: bool, value: JsValue) {
     });
     if let Some(w) = waker {
         w.wake();
+    }
+}
+
+struct Heard {
+    nodes: Vec<bool>,
+    waker: Option<Waker>,
+}
+
+thread_local! {
+    static LISTENERS: RefCell<HashMap<u32, Heard>> = RefCell::new(HashMap::new());
+    static NEXT_LISTENER: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// A release notice for listener `listener` from node `node`. Called by the package's
+/// transport wrapper; a listener that is gone is ignored.
+#[wasm_bindgen]
+pub fn notice(listener: u32, node: u32) {
+    let waker = LISTENERS.with(|l| {
+        let mut l = l.borrow_mut();
+        let heard = l.get_mut(&listener)?;
+        let slot = heard.nodes.get_mut(usize::try_from(node).ok()?)?;
+        *slot = true;
+        heard.waker.take()
+    });
+    if let Some(w) = waker {
+        w.wake();
+    }
+}
+
+/// One waiting acquisition's subscriptions to the release channels of its keys (REDLOCK.md
+/// §9); unsubscribed when dropped. Notices are hints: a lost one costs a retry delay.
+pub struct Listener {
+    id: u32,
+    host: Transport,
+    threshold: usize,
+}
+
+impl Listener {
+    /// Subscribes every node to `channels` and waits (up to `timeout_us`) until the
+    /// subscriptions are live. `None` when the transport has no pub/sub or no node could
+    /// subscribe: the caller polls. The threshold is the quorum, or every live node when
+    /// fewer are live.
+    pub async fn start(
+        host: &Transport,
+        n: usize,
+        channels: &[Vec<u8>],
+        quorum: usize,
+        timeout_us: u64,
+    ) -> Option<Listener> {
+        let id = NEXT_LISTENER.with(|c| {
+            let id = c.get();
+            c.set(id.wrapping_add(1));
+            id
+        });
+        LISTENERS.with(|l| {
+            l.borrow_mut().insert(
+                id,
+                Heard {
+                    nodes: vec![false; n],
+                    waker: None,
+                },
+            )
+        });
+        let mut listener = Listener {
+            id,
+            host: JsValue::from(host).unchecked_into(),
+            threshold: quorum,
+        };
+        let list: Array = channels.iter().filter_map(|c| text_js(c, false)).collect();
+        let mut acks = Vec::new();
+        for node in 0..n {
+            let ack = Pending::new();
+            if let Ok(true) = host.listen(
+                u32::try_from(node).unwrap_or(u32::MAX),
+                list.clone(),
+                id,
+                ack.id,
+            ) {
+                acks.push(ack);
+            }
+        }
+        if acks.is_empty() {
+            return None;
+        }
+        let all = futures_util::future::join_all(acks);
+        let deadline = Sleep::until(now_us().saturating_add(timeout_us), false);
+        let live = match futures_util::future::select(Box::pin(all), deadline).await {
+            futures_util::future::Either::Left((acks, _)) => {
+                acks.iter().filter(|a| a.is_ok()).count()
+            }
+            futures_util::future::Either::Right(_) => 0,
+        };
+        if live == 0 {
+            return None;
+        }
+        listener.threshold = quorum.min(live);
+        Some(listener)
+    }
+
+    /// Forgets what was heard: called as an attempt starts.
+    pub fn reset(&self) {
+        LISTENERS.with(|l| {
+            if let Some(h) = l.borrow_mut().get_mut(&self.id) {
+                h.nodes.iter_mut().for_each(|x| *x = false);
+            }
+        });
+    }
+
+    /// Ready once notices came from the threshold's number of nodes since the last reset.
+    pub fn poll_released(&self, cx: &mut Context<'_>) -> Poll<()> {
+        LISTENERS.with(|l| {
+            let mut l = l.borrow_mut();
+            let Some(h) = l.get_mut(&self.id) else {
+                return Poll::Pending;
+            };
+            if h.nodes.iter().filter(|x| **x).count() >= self.threshold {
+                Poll::Ready(())
+            } else {
+                h.waker = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        })
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let _ = LISTENERS.try_with(|l| l.borrow_mut().remove(&self.id));
+        let _ = self.host.unlisten(self.id);
     }
 }
 
