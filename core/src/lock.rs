@@ -10,12 +10,12 @@ use crate::acquire::{release_keys, spawn_release};
 use crate::client::Inner;
 use crate::clock::MonoTime;
 use crate::config::LockOptions;
-use crate::error::{Error, ErrorKind, LostReason, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::metrics::ClientStats;
 use crate::quorum::{self, Decide};
 use crate::report::Report;
 use crate::watchdog;
-use quorumlock_proto::extend::{Verdict, verdict};
+use quorumlock_proto::hold::{ExtendOutcome, Hold};
 
 /// What a successful acquisition hands to [`Lock::new`].
 pub(crate) struct Grant {
@@ -43,14 +43,11 @@ enum Phase {
 
 struct State {
     phase: Phase,
-    valid_until: MonoTime,
-    /// T1 of the acquisition or of the last successful extend (the watchdog counts from it).
-    renewed_at: MonoTime,
-    extensions: u32,
+    /// The deadline, the last renewal (the watchdog counts from it), the extensions and the
+    /// caps: the protocol's `Hold`, which also makes the extend pre-checks.
+    hold: Hold,
     /// The watchdog is (meant to be) running.
     auto: bool,
-    /// An extension cap was reached: when the deadline passes, the loss is `ExtensionLimit`.
-    capped: bool,
     /// The per-node report of the last successful extend.
     extended: Option<Report>,
 }
@@ -103,10 +100,12 @@ impl Lock {
     pub(crate) fn new(grant: Grant) -> Lock {
         let state = State {
             phase: Phase::Held,
-            valid_until: grant.valid_until,
-            renewed_at: grant.t1,
-            extensions: 0,
-            capped: false,
+            hold: Hold::new(
+                &grant.opts,
+                grant.t1.as_micros(),
+                grant.acquired_at.as_micros(),
+                grant.valid_until.as_micros(),
+            ),
             extended: None,
             auto: false,
         };
@@ -175,13 +174,13 @@ impl Lock {
     }
     /// The instant until which the holder may act, on [`MonoTime`].
     pub fn valid_until(&self) -> MonoTime {
-        lock_state(&self.shared).valid_until
+        MonoTime::from_micros(lock_state(&self.shared).hold.valid_until_us())
     }
     /// Validity left now; zero once expired, lost or released.
     pub fn remaining(&self) -> Duration {
         let st = lock_state(&self.shared);
         match st.phase {
-            Phase::Held => st.valid_until.saturating_since(MonoTime::now()),
+            Phase::Held => st.hold.remaining(MonoTime::now().as_micros()),
             _ => Duration::ZERO,
         }
     }
@@ -191,7 +190,7 @@ impl Lock {
     }
     /// Successful extensions so far.
     pub fn extensions(&self) -> u32 {
-        lock_state(&self.shared).extensions
+        lock_state(&self.shared).hold.extensions()
     }
     /// A signal that fires once when the lock is lost (see [`LostSignal`]).
     pub fn lost_signal(&self) -> LostSignal {
@@ -287,7 +286,10 @@ fn stop_watchdog(shared: &Shared) {
 
 pub(crate) fn renewed_at(shared: &Shared) -> Option<(MonoTime, MonoTime)> {
     let st = lock_state(shared);
-    matches!(st.phase, Phase::Held).then_some((st.renewed_at, st.valid_until))
+    matches!(st.phase, Phase::Held).then_some((
+        MonoTime::from_micros(st.hold.renewed_at_us()),
+        MonoTime::from_micros(st.hold.valid_until_us()),
+    ))
 }
 
 /// Enters the terminal Lost state (once), fires the signal and releases in the background.
@@ -314,29 +316,27 @@ pub(crate) fn mark_lost(shared: &Shared, error: &Error) {
 /// The deadline passed: the lock is lost, by `ExtensionLimit` if a cap stopped the
 /// extensions, else `Expired`.
 pub(crate) fn expired(shared: &Shared, report: Report) -> Error {
-    let e = if lock_state(shared).capped {
-        Error::lost(
-            LostReason::ExtensionLimit,
-            "the extensions reached their cap and the validity ran out",
-            report,
-        )
-    } else {
-        Error::lost(
-            LostReason::Expired,
-            "the lock's validity ran out before it was extended",
-            report,
-        )
-    };
+    let e = lock_state(shared).hold.expired_error(report);
     mark_lost(shared, &e);
     e
 }
 
-fn cap_reached(shared: &Shared, what: &str) -> Error {
-    lock_state(shared).capped = true;
-    Error::new(
-        ErrorKind::ExtensionLimit,
-        format!("{what}; the lock stays valid until its deadline"),
-    )
+/// When the watchdog extends next (`Hold::next_extend_us`), while the lock is held.
+pub(crate) fn next_extend(
+    shared: &Shared,
+    interval: Duration,
+    retry: bool,
+    random: [u8; 8],
+) -> Option<MonoTime> {
+    let st = lock_state(shared);
+    matches!(st.phase, Phase::Held).then(|| {
+        MonoTime::from_micros(st.hold.next_extend_us(
+            interval,
+            retry,
+            MonoTime::now().as_micros(),
+            random,
+        ))
+    })
 }
 
 pub(crate) async fn extend(shared: &Shared, ttl: Duration) -> Result<()> {
@@ -357,57 +357,53 @@ async fn extend_once(shared: &Shared, ttl: Duration) -> Result<()> {
     let g = &shared.grant;
     g.inner.check_process()?;
     let _op = shared.op.lock().await;
-    let ttl_ms = g.inner.timing.check(&g.opts, ttl)?;
-    let (valid_until, extensions) = {
-        let st = lock_state(shared);
+    // The options first, as before the checks moved into `Hold` (which repeats them).
+    g.inner.timing.check(&g.opts, ttl)?;
+    let checked = {
+        let mut st = lock_state(shared);
         match &st.phase {
-            Phase::Held => (st.valid_until, st.extensions),
+            Phase::Held => {}
             Phase::Lost(e) => return Err(e.clone()),
             Phase::Released(_) => {
                 return Err(Error::invalid("the lock was released; acquire it again"));
             }
         }
+        st.hold
+            .start_extend(&g.inner.timing, &g.opts, ttl, MonoTime::now().as_micros())
     };
-    if g.opts.get_max_extensions().is_some_and(|m| extensions >= m) {
-        return Err(cap_reached(shared, "max_extensions reached"));
-    }
-    let t1 = MonoTime::now();
-    if t1 >= valid_until {
-        return Err(expired(shared, Report::default()));
-    }
-    if g.opts
-        .get_max_hold()
-        .is_some_and(|m| t1 + ttl > g.acquired_at + m)
-    {
-        return Err(cap_reached(shared, "max_hold would be exceeded"));
-    }
-    let timeout = g.opts.effective_node_timeout(ttl).min(valid_until - t1);
-    let round = quorum::round(&g.inner.nodes, timeout, Decide::AtQuorum, |node| {
+    let extend = match checked {
+        Ok(extend) => extend,
+        Err(e) => {
+            if e.is_lost() {
+                mark_lost(shared, &e);
+            }
+            return Err(e);
+        }
+    };
+    let ttl_ms = extend.ttl_ms();
+    let round = quorum::round(&g.inner.nodes, extend.timeout(), Decide::AtQuorum, |node| {
         let (keys, value) = (g.keys.clone(), g.value.clone());
         async move { node.extend(&keys, &value, ttl_ms).await }
     })
     .await;
-    let t2 = MonoTime::now();
-    if t2 >= valid_until {
-        return Err(expired(shared, round.into_report()));
-    }
-    match verdict(&g.inner.timing, &g.opts, round, ttl, t2 - t1) {
-        Verdict::Extended(_, report) => {
-            let drift = g.inner.timing.drift(ttl);
+    let t2 = MonoTime::now().as_micros();
+    let outcome =
+        lock_state(shared)
+            .hold
+            .finish_extend(&g.inner.timing, &g.opts, extend, round, t2);
+    match outcome {
+        ExtendOutcome::Extended(report) => {
             let mut st = lock_state(shared);
             if matches!(st.phase, Phase::Held) {
-                st.valid_until = st.valid_until.max(t1 + (ttl - drift));
-                st.renewed_at = t1;
-                st.extensions += 1;
                 st.extended = Some(report);
             }
             Ok(())
         }
-        Verdict::Lost(e) => {
+        ExtendOutcome::Lost(e) => {
             mark_lost(shared, &e);
             Err(e)
         }
-        Verdict::Failed(e) => Err(e),
+        ExtendOutcome::Failed(e) => Err(e),
     }
 }
 

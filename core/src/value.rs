@@ -2,7 +2,7 @@
 //! CSPRNG (REDLOCK.md §2.2). There is no user-space generator whose state `fork()` could
 //! duplicate. What a value looks like is the protocol's (`quorumlock_proto::value`).
 
-use quorumlock_proto::value::{Random, below};
+use quorumlock_proto::value::Random;
 
 /// The OS CSPRNG as the protocol's random source.
 pub(crate) struct OsRandom;
@@ -13,20 +13,18 @@ impl Random for OsRandom {
     }
 }
 
-/// A random number in `0..bound` (for the watchdog's jitter), from the OS CSPRNG. Returns 0
-/// when `bound` is 0 or the random source fails (jitter is not a safety property).
-pub(crate) fn jitter(bound: u64) -> u64 {
+/// Eight bytes from the OS CSPRNG for the watchdog's jitter; zeros when the source fails
+/// (jitter is not a safety property).
+pub(crate) fn random8() -> [u8; 8] {
     let mut buf = [0u8; 8];
-    match getrandom::fill(&mut buf) {
-        Ok(()) => below(bound, buf),
-        Err(_) => 0,
-    }
+    let _ = getrandom::fill(&mut buf);
+    buf
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use quorumlock_proto::value::{VALUE_BYTES, from_random};
+    use quorumlock_proto::value::{VALUE_BYTES, below, from_random};
     use std::collections::HashSet;
 
     #[test]
@@ -44,9 +42,9 @@ mod tests {
 
     #[test]
     fn jitter_stays_in_bounds() {
-        assert_eq!(jitter(0), 0);
+        assert_eq!(below(0, random8()), 0);
         for _ in 0..1000 {
-            assert!(jitter(7) < 7);
+            assert!(below(7, random8()) < 7);
         }
     }
 }

@@ -3,12 +3,12 @@
 //! signal exactly once when extension fails for good.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::clock::MonoTime;
 use crate::lock::{self, Shared};
 use crate::report::Report;
 use crate::value;
+use quorumlock_proto::hold::AfterFailure;
 
 /// Starts a watchdog of generation `gen`. It ends when the generation changes (release,
 /// drop, `set_auto_extend(false)`) or the lock is lost.
@@ -27,20 +27,12 @@ async fn run(shared: Arc<Shared>, generation: u64) {
         if *current.borrow_and_update() != generation {
             return;
         }
-        let Some((renewed_at, valid_until)) = lock::renewed_at(&shared) else {
-            return;
-        };
         let opts = &shared.grant.opts;
         let interval = opts.effective_extend_interval(opts.get_ttl());
-        let next = if retry {
-            let quick = (interval / 4).min(Duration::from_millis(100))
-                + Duration::from_micros(value::jitter(20_000));
-            MonoTime::now() + quick
-        } else {
-            renewed_at + interval
+        let Some(wake) = lock::next_extend(&shared, interval, retry, value::random8()) else {
+            return;
         };
-        // Never sleep past the deadline: the loss must be seen by then.
-        let wake = next.min(valid_until);
+        // `next_extend` never lies past the deadline: the loss must be seen by then.
         let sleep = wake.saturating_since(MonoTime::now());
         tokio::select! {
             _ = current.changed() => continue,
@@ -51,15 +43,17 @@ async fn run(shared: Arc<Shared>, generation: u64) {
         }
         match lock::extend(&shared, opts.get_ttl()).await {
             Ok(()) => retry = false,
-            Err(e) if e.is_lost() || e.is_invalid_argument() => return,
-            Err(e) if e.is_extension_limit() => {
-                wait_out(&shared, generation).await;
-                return;
-            }
-            Err(e) => {
-                tracing::debug!(error = %e, "auto-extension failed; retrying");
-                retry = true;
-            }
+            Err(e) => match AfterFailure::of(&e) {
+                AfterFailure::Stop => return,
+                AfterFailure::WaitOut => {
+                    wait_out(&shared, generation).await;
+                    return;
+                }
+                AfterFailure::Retry => {
+                    tracing::debug!(error = %e, "auto-extension failed; retrying");
+                    retry = true;
+                }
+            },
         }
     }
 }

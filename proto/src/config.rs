@@ -315,6 +315,34 @@ pub struct Timing {
 }
 
 impl Timing {
+    /// The timing of a client with drift factor `d`, drift constant `c`, `max_ttl` and the
+    /// quarantine margin, checked: `0 <= d < 0.5`, `1 ms <= max_ttl <=` [`MAX_TTL_LIMIT`].
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming the bad setting.
+    pub fn checked(
+        drift_factor: f64,
+        drift_constant: Duration,
+        max_ttl: Duration,
+        quarantine_margin: Duration,
+    ) -> Result<Self> {
+        if !(drift_factor.is_finite() && (0.0..0.5).contains(&drift_factor)) {
+            return Err(Error::invalid("drift_factor must be a number in 0.0..0.5"));
+        }
+        if max_ttl.is_zero() || max_ttl > MAX_TTL_LIMIT {
+            return Err(Error::invalid(format!(
+                "max_ttl must be between 1 ms and {} ms (2^53 - 1)",
+                MAX_TTL_LIMIT.as_millis()
+            )));
+        }
+        Ok(Self {
+            drift_factor,
+            drift_constant,
+            max_ttl,
+            quarantine_period: max_ttl.saturating_add(quarantine_margin),
+        })
+    }
+
     /// `drift(ttl) = ttl * d + c`, rounded up to the next microsecond.
     pub fn drift(&self, ttl: Duration) -> Duration {
         let us = (ttl.as_micros() as f64 * self.drift_factor).ceil();
@@ -430,6 +458,17 @@ mod tests {
             timing().drift(Duration::from_millis(1)),
             Duration::from_micros(2010)
         );
+    }
+
+    #[test]
+    fn client_timing_is_checked() {
+        let ms = Duration::from_millis;
+        let t = Timing::checked(0.01, ms(2), ms(60_000), ms(5_000)).unwrap();
+        assert_eq!(t, timing());
+        assert!(Timing::checked(0.5, ms(2), ms(60_000), ms(5_000)).is_err());
+        assert!(Timing::checked(f64::NAN, ms(2), ms(60_000), ms(5_000)).is_err());
+        assert!(Timing::checked(0.01, ms(2), Duration::ZERO, ms(5_000)).is_err());
+        assert!(Timing::checked(0.01, ms(2), MAX_TTL_LIMIT + ms(1), ms(5_000)).is_err());
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod config;
 pub mod error;
 pub mod extend;
 pub mod fencing;
+pub mod hold;
 #[cfg(feature = "mutants")]
 pub mod mutant;
 pub mod probe;

@@ -1,0 +1,263 @@
+//! The driver of `quorumlock_proto::acquisition::Acquisition` over the host's promises: it
+//! writes each round's requests before reading any reply, feeds the machine replies, timer
+//! ends, cleanup ends, release notices and the caller's abort, and returns its grant. Waits
+//! between attempts are the retry delay with jitter; when the transport has pub/sub, the
+//! first wait subscribes to the keys' release channels (`Output::Listen`), checks once with
+//! `EXISTS` that the keys were not released before the subscription was live, and a notice
+//! from a quorum of nodes cuts the wait short (REDLOCK.md §9).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::Poll;
+
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use quorumlock_proto::acquire::vacant;
+use quorumlock_proto::acquisition::{Acquisition, Grant, Output, Request};
+use quorumlock_proto::command;
+use quorumlock_proto::config::LockOptions;
+use quorumlock_proto::error::Result;
+use quorumlock_proto::fencing;
+use quorumlock_proto::quorum::{Decide, quorum};
+use quorumlock_proto::report::NodeKind;
+use quorumlock_proto::round::Answer;
+use wasm_bindgen::JsValue;
+
+use crate::engine::{Inner, Local, Traffic};
+use crate::js::{Aborted, Crypto, Listener, Sleep, now_us};
+
+type Reply = (u64, usize, Answer, Option<Vec<u64>>);
+/// Reads one reply of a round over `n` keys: the answer and any fencing counters.
+type Read = fn(&command::Reply, usize) -> (Answer, Option<Vec<u64>>);
+
+enum Event {
+    Reply(Reply),
+    Timer,
+    Cleaned,
+    Listened(Option<Listener>, bool),
+    Released,
+    Cancelled,
+}
+
+/// Runs one acquire call: the machine's result, once every cleanup it started has ended
+/// when the caller aborted.
+pub async fn acquire(
+    inner: &Rc<Inner>,
+    keys: Arc<[Vec<u8>]>,
+    opts: LockOptions,
+    signal: JsValue,
+) -> Result<Grant> {
+    let mut m = Acquisition::new(inner.members.clone(), opts, &inner.s.timing, now_us())?;
+    let fenced = m.options().get_fenced();
+    let all_keys: Arc<[Vec<u8>]> = if fenced {
+        fencing::with_counters(&keys).into()
+    } else {
+        keys.clone()
+    };
+    let counter_ttl_ms = m
+        .options()
+        .get_fence_counter_ttl()
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let ttl_ms = m.ttl_ms();
+    let timeout = m.node_timeout();
+    let mut abort = Aborted::new(signal);
+    if abort.is_aborted() {
+        return Err(m.cancel().error);
+    }
+    let mut inflight: FuturesUnordered<Local<Reply>> = FuturesUnordered::new();
+    let mut cleanup: Option<Local<()>> = None;
+    let mut timer: Option<(u64, Sleep)> = None;
+    let mut listening: Option<Local<(Option<Listener>, bool)>> = None;
+    let mut listener: Option<Listener> = None;
+    loop {
+        while let Some(out) = m.poll_output(now_us(), &mut Crypto) {
+            match out {
+                Output::Attempt { .. } => {
+                    // Notices from before this attempt are answered by it.
+                    if let Some(l) = &listener {
+                        l.reset();
+                    }
+                }
+                Output::Listen => {
+                    if inner.s.notify {
+                        listening = Some(listen(inner, &keys, timeout));
+                    }
+                }
+                Output::Send {
+                    round,
+                    node,
+                    request,
+                } => {
+                    let traffic = if fenced {
+                        Traffic::Fenced
+                    } else {
+                        Traffic::Lock
+                    };
+                    let n = all_keys.len();
+                    let (cmd, read): (_, Read) = match &request {
+                        Request::Acquire { value } => {
+                            (command::acquire(&keys, value, ttl_ms), |r, _| {
+                                (command::read_acquire(r), None)
+                            })
+                        }
+                        Request::FencedAcquire { value } => (
+                            command::fenced_acquire(&all_keys, value, ttl_ms, counter_ttl_ms),
+                            |r, n| match command::read_fenced_acquire(r, n) {
+                                Ok(Some(c)) => (Ok(NodeKind::Ok), Some(c)),
+                                Ok(None) => (Ok(NodeKind::HeldByOther), None),
+                                Err(f) => (Err(f), None),
+                            },
+                        ),
+                        Request::Raise { value, tokens } => (
+                            command::raise(&all_keys, value, tokens, counter_ttl_ms),
+                            |r, _| (command::read_raise(r), None),
+                        ),
+                    };
+                    let sent = inner.request(node, &cmd, traffic);
+                    inflight.push(Box::pin(async move {
+                        let (answer, counters) = match sent.await {
+                            Ok(r) => read(&r, n),
+                            Err(f) => (Err(f), None),
+                        };
+                        (round, node, answer, counters)
+                    }));
+                }
+                Output::Clean { nodes, value } => {
+                    cleanup = Some(start_cleanup(inner, nodes, &keys, &value, timeout));
+                }
+                Output::Done(result) => return result,
+            }
+        }
+        let deadline = m.poll_timeout();
+        if timer.as_ref().map(|(at, _)| *at) != deadline {
+            timer = deadline.map(|at| (at, Sleep::until(at, false)));
+        }
+        let event = std::future::poll_fn(|cx| {
+            if let Poll::Ready(Some(r)) = inflight.poll_next_unpin(cx) {
+                return Poll::Ready(Event::Reply(r));
+            }
+            if let Some(c) = cleanup.as_mut()
+                && c.as_mut().poll(cx).is_ready()
+            {
+                return Poll::Ready(Event::Cleaned);
+            }
+            if let Some(f) = listening.as_mut()
+                && let Poll::Ready((l, vacant)) = f.as_mut().poll(cx)
+            {
+                return Poll::Ready(Event::Listened(l, vacant));
+            }
+            if let Some(l) = &listener
+                && m.wants_release_notice()
+                && l.poll_released(cx).is_ready()
+            {
+                return Poll::Ready(Event::Released);
+            }
+            if let Some((_, t)) = timer.as_mut()
+                && Pin::new(t).poll(cx).is_ready()
+            {
+                return Poll::Ready(Event::Timer);
+            }
+            if Pin::new(&mut abort).poll(cx).is_ready() {
+                return Poll::Ready(Event::Cancelled);
+            }
+            Poll::Pending
+        })
+        .await;
+        let now = now_us();
+        match event {
+            Event::Reply((round, node, answer, counters)) => {
+                m.handle_batch(round, vec![(node, answer, counters)], now);
+            }
+            Event::Timer => {
+                timer = None;
+                m.handle_timeout(now);
+            }
+            Event::Cleaned => {
+                cleanup = None;
+                m.handle_cleaned(now);
+            }
+            Event::Listened(l, vacant) => {
+                listening = None;
+                listener = l;
+                if vacant {
+                    m.handle_vacant(now);
+                }
+            }
+            Event::Released => {
+                m.handle_released(now);
+            }
+            Event::Cancelled => {
+                let c = m.cancel();
+                if let Some((nodes, value)) = c.clean {
+                    // The caller may move on at once: it leaves no key behind.
+                    start_cleanup(inner, nodes, &keys, &value, timeout).await;
+                } else if let Some(c) = cleanup.take() {
+                    c.await;
+                }
+                return Err(c.error);
+            }
+        }
+    }
+}
+
+/// Subscribes to the release channels of `keys` on every node, then checks with one
+/// `EXISTS` round whether a quorum no longer holds them (a release that came before the
+/// subscription was live).
+fn listen(
+    inner: &Rc<Inner>,
+    keys: &Arc<[Vec<u8>]>,
+    timeout: std::time::Duration,
+) -> Local<(Option<Listener>, bool)> {
+    let (inner, keys) = (inner.clone(), keys.clone());
+    Box::pin(async move {
+        let channels: Vec<Vec<u8>> = keys
+            .iter()
+            .map(|k| {
+                let mut c = k.clone();
+                c.extend_from_slice(b":released");
+                c
+            })
+            .collect();
+        let n = inner.n();
+        let timeout_us = u64::try_from(timeout.as_micros()).unwrap_or(u64::MAX);
+        let Some(l) = Listener::start(&inner.transport, n, &channels, quorum(n), timeout_us).await
+        else {
+            return (None, false);
+        };
+        let round = inner
+            .round(
+                &inner.all(),
+                Decide::All,
+                timeout,
+                Traffic::Any,
+                &command::vacant(&keys),
+                command::read_vacant,
+            )
+            .await;
+        (Some(l), vacant(&round, n))
+    })
+}
+
+/// Starts releasing `value` on `nodes` now; the future ends when every node answered or
+/// timed out. The requests are written even if the future is never awaited.
+fn start_cleanup(
+    inner: &Rc<Inner>,
+    nodes: Vec<usize>,
+    keys: &Arc<[Vec<u8>]>,
+    value: &str,
+    timeout: std::time::Duration,
+) -> Local<()> {
+    let (inner, keys, value) = (inner.clone(), keys.clone(), value.to_owned());
+    let mut fut: Local<()> = Box::pin(async move {
+        let _ = inner.release_on(&nodes, &keys, &value, timeout).await;
+    });
+    // Poll once so that the requests are written now, behind the attempt's own requests.
+    let waker = futures_util::task::noop_waker();
+    let mut cx = std::task::Context::from_waker(&waker);
+    if fut.as_mut().poll(&mut cx).is_ready() {
+        return Box::pin(async {});
+    }
+    fut
+}

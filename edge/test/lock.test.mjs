@@ -1,0 +1,215 @@
+// The lock through ioredis against 5 real redis-server nodes: acquire, busy, release,
+// several resources, extend, auto-extension and the lost signal, fencing tokens, abort,
+// using() / await using, and per-node reports.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { Client, QuorumlockError } from '../src/api.js'
+import { ioredisClients, quitAll, unique } from './harness.mjs'
+
+let redis
+let client
+let other
+
+before(async () => {
+  redis = ioredisClients()
+  // Node timeouts well above the default (ttl / 200): the test machine is shared and loaded.
+  client = await Client.connect({ nodes: redis, requireQuorum: true, nodeTimeoutMs: 500 })
+  other = await Client.connect({ nodes: redis, nodeTimeoutMs: 500 })
+})
+
+after(async () => {
+  await client.close()
+  await other.close()
+  await quitAll(redis)
+})
+
+async function keysOn(name) {
+  const key = Buffer.from(client.key(name)).toString()
+  const found = await Promise.all(redis.map((r) => r.get(key)))
+  return found
+}
+
+test('acquire writes one value on every node and release removes it', async () => {
+  assert.equal(client.nodeCount, 5)
+  assert.equal(client.quorum, 3)
+  const name = unique()
+  const lock = await client.acquire(name, { ttlMs: 5000 })
+  assert.match(lock.value, /^[0-9a-f]{40}$/)
+  assert.ok(lock.remainingMs > 4000 && lock.remainingMs <= 5000, `remaining ${lock.remainingMs}`)
+  assert.ok(lock.isHeld)
+  assert.equal(lock.attempts, 1)
+  assert.equal(lock.nodes.length, 5)
+  assert.ok(lock.nodes.filter((n) => n.kind === 'Ok').length >= 3)
+  assert.equal(lock.token, null)
+  const values = await keysOn(name)
+  assert.ok(values.filter((v) => v === lock.value).length >= 3, `values ${values}`)
+  const report = await lock.release()
+  assert.ok(report.wasHeldByQuorum)
+  assert.ok(report.releasedCount >= 3)
+  assert.equal(report.nodes.length, 5)
+  assert.deepEqual(await keysOn(name), [null, null, null, null, null])
+  assert.equal(lock.remainingMs, 0)
+  const again = await lock.release()
+  assert.equal(again.releasedCount, report.releasedCount, 'idempotent')
+})
+
+test('a held resource is busy for another client, with per-node detail', async () => {
+  const name = unique()
+  const lock = await client.acquire(name, { ttlMs: 5000 })
+  await assert.rejects(other.acquire(name, { ttlMs: 5000, retryCount: 0 }), (e) => {
+    assert.ok(e instanceof QuorumlockError)
+    assert.equal(e.code, 'QL_BUSY')
+    assert.equal(e.attempts, 1)
+    assert.equal(e.nodes.length, 5)
+    assert.ok(e.nodes.filter((n) => n.kind === 'HeldByOther').length >= 3)
+    assert.equal(e.attemptReports.length, 1)
+    assert.match(e.message, /QL_BUSY/)
+    return true
+  })
+  const started = performance.now()
+  const waiting = other.acquire(name, { ttlMs: 5000, retryCount: 50, retryDelayMs: 20, retryJitterMs: 10 })
+  await new Promise((r) => setTimeout(r, 100))
+  await lock.release()
+  const second = await waiting
+  assert.ok(second.attempts > 1)
+  assert.ok(performance.now() - started < 3000)
+  await second.release()
+})
+
+test('several resources are taken all or nothing', async () => {
+  const a = unique('a')
+  const b = unique('b')
+  const held = await client.acquire(b, { ttlMs: 5000 })
+  await assert.rejects(other.acquire([a, b], { retryCount: 0 }), { code: 'QL_BUSY' })
+  assert.deepEqual(await keysOn(a), [null, null, null, null, null], 'a failed attempt leaves no key')
+  await held.release()
+  const both = await other.acquire([b, a, a], { ttlMs: 5000 })
+  assert.deepEqual(both.resources, [b, a, a])
+  await both.release()
+})
+
+test('extend lengthens the deadline and counts; a released lock cannot be extended', async () => {
+  const lock = await client.acquire(unique(), { ttlMs: 1000 })
+  await new Promise((r) => setTimeout(r, 300))
+  const before = lock.remainingMs
+  await lock.extend(5000)
+  assert.ok(lock.remainingMs > before + 3000, `${before} -> ${lock.remainingMs}`)
+  assert.equal(lock.extensions, 1)
+  assert.equal(lock.extendNodes.length, 5)
+  await lock.release()
+  await assert.rejects(lock.extend(), { code: 'QL_INVALID' })
+})
+
+test('auto-extension keeps a lock past its TTL; deleting the keys fires the lost signal', async () => {
+  const name = unique()
+  const lock = await client.acquire(name, { ttlMs: 600, autoExtend: true })
+  assert.ok(lock.autoExtending)
+  await new Promise((r) => setTimeout(r, 1300))
+  assert.ok(lock.isHeld, 'still held after two TTLs')
+  assert.ok(lock.extensions >= 2, `extensions ${lock.extensions}`)
+  const lost = new Promise((resolve) => lock.signal.addEventListener('abort', () => resolve(lock.signal.reason)))
+  const key = Buffer.from(client.key(name)).toString()
+  await Promise.all(redis.map((r) => r.del(key)))
+  const reason = await lost
+  assert.ok(reason instanceof QuorumlockError)
+  assert.equal(reason.code, 'QL_LOST')
+  assert.equal(reason.lostReason, 'Expired')
+  assert.equal(lock.lostError().code, 'QL_LOST')
+  assert.equal(lock.isHeld, false)
+  await lock.release()
+})
+
+test('an expired lock is lost, never revived by extend', async () => {
+  const lock = await client.acquire(unique(), { ttlMs: 200 })
+  await new Promise((r) => setTimeout(r, 260))
+  await assert.rejects(lock.extend(1000), (e) => e.code === 'QL_LOST' && e.lostReason === 'Expired')
+  assert.ok(lock.signal.aborted)
+})
+
+test('max_extensions caps the extensions', async () => {
+  const lock = await client.acquire(unique(), { ttlMs: 5000, maxExtensions: 1 })
+  await lock.extend()
+  await assert.rejects(lock.extend(), { code: 'QL_EXT_LIMIT' })
+  await lock.release()
+})
+
+test('fenced locks carry strictly increasing tokens', async () => {
+  const name = unique()
+  const first = await client.acquire(name, { fenced: true, ttlMs: 5000 })
+  assert.equal(typeof first.token, 'bigint')
+  await first.release()
+  const another = unique()
+  const second = await other.acquire([name, another], { fenced: true, ttlMs: 5000 })
+  assert.equal(second.tokens.length, 2)
+  const mine = second.tokens[[name, another].sort().indexOf(name)]
+  assert.ok(mine > first.token, `${mine} > ${first.token}`)
+  await second.release()
+})
+
+test('an AbortSignal cancels a waiting acquire and leaves no key behind', async () => {
+  const name = unique()
+  const lock = await client.acquire(name, { ttlMs: 5000 })
+  const ac = new AbortController()
+  const waiting = other.acquire(name, { retryCount: Infinity, retryDelayMs: 20, signal: ac.signal })
+  setTimeout(() => ac.abort(), 100)
+  await assert.rejects(waiting, (e) => e.code === 'QL_CANCELLED' && e.attempts >= 1)
+  await assert.rejects(other.acquire(name, { signal: AbortSignal.abort() }), { code: 'QL_CANCELLED' })
+  const values = await keysOn(name)
+  assert.ok(values.every((v) => v === null || v === lock.value), 'only the holder has keys')
+  await lock.release()
+})
+
+test('using() releases after the body and await using releases at scope end', async () => {
+  const name = unique()
+  const seen = await client.using(name, { ttlMs: 3000 }, async (lock) => {
+    assert.ok(lock.autoExtending)
+    return lock.value
+  })
+  assert.match(seen, /^[0-9a-f]{40}$/)
+  assert.deepEqual(await keysOn(name), [null, null, null, null, null])
+  {
+    const lock = await client.acquire(name, { ttlMs: 3000 })
+    await lock[Symbol.asyncDispose]()
+  }
+  assert.deepEqual(await keysOn(name), [null, null, null, null, null])
+})
+
+test('a node that does not answer in time is reported as a timeout, and a quorum still wins', async () => {
+  const paused = redis[4]
+  const url = paused.options
+  const blocker = ioredisClients([`redis://${url.host}:${url.port}`])[0]
+  const sleeping = blocker.call('DEBUG', 'SLEEP', '0.5').catch(() => {})
+  await new Promise((r) => setTimeout(r, 30))
+  try {
+    const lock = await client.acquire(unique(), { ttlMs: 5000, nodeTimeoutMs: 50 })
+    const kinds = lock.nodes.map((n) => n.kind)
+    assert.ok(['Pending', 'Timeout'].includes(kinds[4]), `kinds ${kinds}`)
+    await lock.release()
+    const busy = await client.acquire(unique(), { ttlMs: 5000, nodeTimeoutMs: 50 })
+    await busy.release()
+  } finally {
+    await sleeping
+    await quitAll([blocker])
+  }
+})
+
+async function connections(r) {
+  return (await r.client('LIST')).split('\n').filter(Boolean).length
+}
+
+test('a waiter wakes at a release notice, not after its retry delay, and closes its subscriber', async () => {
+  const name = unique()
+  const before = await connections(redis[0])
+  const lock = await client.acquire(name, { ttlMs: 5000 })
+  const waiting = other.acquire(name, { ttlMs: 5000, retryCount: 3, retryDelayMs: 3000, retryJitterMs: 0 })
+  await new Promise((r) => setTimeout(r, 400))
+  const released = performance.now()
+  await lock.release()
+  const second = await waiting
+  const woke = performance.now() - released
+  assert.ok(woke < 1500, `woke ${woke.toFixed(0)} ms after the release (retry delay 3000 ms)`)
+  assert.equal(second.attempts, 2)
+  await second.release()
+  await new Promise((r) => setTimeout(r, 200))
+  assert.equal(await connections(redis[0]), before, 'the subscriber connection is closed again')
+})
