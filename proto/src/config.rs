@@ -457,9 +457,10 @@ impl Timing {
     /// `InvalidArgument` naming the first bad setting.
     pub fn check(&self, opts: &LockOptions, ttl: Duration) -> Result<u64> {
         opts.check()?;
-        if ttl.is_zero() || !ttl.subsec_nanos().is_multiple_of(1_000_000) {
+        spec::TTL.check(spec::TTL.name, &Value::Duration(ttl))?;
+        if !ttl.subsec_nanos().is_multiple_of(1_000_000) {
             return Err(Error::invalid(format!(
-                "ttl must be a positive whole number of milliseconds (got {ttl:?})"
+                "ttl must be a whole number of milliseconds (got {ttl:?})"
             )));
         }
         if ttl > self.max_ttl {

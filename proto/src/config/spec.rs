@@ -133,14 +133,17 @@ const fn client(name: &'static str, kind: Kind, doc: &'static str) -> OptionSpec
     }
 }
 
+/// The ttl: also the range of the ttl an extension asks for.
+pub const TTL: OptionSpec = lock(
+    "ttl",
+    duration(MS),
+    "",
+    "Lock time-to-live, sent as `PX` in whole milliseconds; at most the client's `max_ttl`.",
+);
+
 /// Every lock option, in the order the docs list them.
 pub const LOCK_OPTIONS: &[OptionSpec] = &[
-    lock(
-        "ttl",
-        duration(MS),
-        "",
-        "Lock time-to-live, sent as `PX` in whole milliseconds; at most the client's `max_ttl`.",
-    ),
+    TTL,
     lock(
         "retry_count",
         Kind::Count,
