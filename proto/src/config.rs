@@ -450,25 +450,27 @@ impl Timing {
         Duration::from_micros(us as u64).saturating_add(self.drift_constant)
     }
 
-    /// Validates the options (each against its range, [`LockOptions::check`]), then `ttl` and
-    /// the options against these settings; returns the TTL in whole milliseconds.
+    /// Validates `ttl`, the options (each against its range, [`LockOptions::check`]), and the
+    /// options against these settings; returns the TTL in whole milliseconds.
     ///
     /// # Errors
     /// `InvalidArgument` naming the first bad setting.
     pub fn check(&self, opts: &LockOptions, ttl: Duration) -> Result<u64> {
-        opts.check()?;
-        spec::TTL.check(spec::TTL.name, &Value::Duration(ttl))?;
-        if !ttl.subsec_nanos().is_multiple_of(1_000_000) {
-            return Err(Error::invalid(format!(
-                "ttl must be a whole number of milliseconds (got {ttl:?})"
-            )));
-        }
+        // Above max_ttl first: that message says what to change (max_ttl is at most the
+        // ttl's absolute limit, so this also covers it).
         if ttl > self.max_ttl {
             return Err(Error::invalid(format!(
                 "ttl {ttl:?} exceeds max_ttl {:?}; raise the max_ttl setting (the same on every client of these nodes) or use a shorter ttl",
                 self.max_ttl
             )));
         }
+        spec::TTL.check(spec::TTL.name, &Value::Duration(ttl))?;
+        if !ttl.subsec_nanos().is_multiple_of(1_000_000) {
+            return Err(Error::invalid(format!(
+                "ttl must be a whole number of milliseconds (got {ttl:?})"
+            )));
+        }
+        opts.check()?;
         let floor = self
             .drift(ttl)
             .saturating_add(opts.effective_min_validity(ttl));

@@ -782,9 +782,10 @@ checks all come from that table. The reasons behind the defaults are in
 [REDLOCK.md §11](REDLOCK.md#11-defaults).
 
 - **Names.** Rust builder methods, Python keywords and `quorumlock.toml` keys use the name;
-  Node uses the Node key (camelCase, `Ms` appended for durations). C has a setter per option
-  or group (`quorumlock_lock_options_set_*`, `quorumlock_config_set_*` in
-  `include/quorumlock.h`).
+  Node uses the Node key (camelCase, `Ms` appended for durations). C has setters per option or
+  group (`quorumlock_lock_options_set_*`, `quorumlock_config_set_*` in `include/quorumlock.h`);
+  its `wait` is the timeout of `quorumlock_client_acquire_timeout`, and `reprobe_every` has no
+  setter yet.
 - **Durations** are milliseconds in C and Node (whole numbers), seconds (a number or a
   `datetime.timedelta`) in Python, and humantime (`500ms`, `30s`, `2m`) in the CLI.
 - **Checks.** A value of the wrong type is a `TypeError` in Python and Node. A value out of
