@@ -199,7 +199,12 @@ export declare class QuorumlockError extends Error {
   readonly attemptReports: readonly (readonly NodeEntry[])[]
 }
 
-/** Options of one acquisition; absent fields keep the client's defaults. Durations in ms. */
+/**
+ * Options of one acquisition; absent fields keep the client's defaults. Durations in ms.
+ * docs/options.md lists every option with its default and range. A value of the wrong type
+ * throws a TypeError; a value out of range a RangeError with the engine's message and
+ * `code: 'QL_INVALID'`.
+ */
 export interface LockOptions {
   /** Lock time-to-live (default 10000). */
   ttlMs?: number
@@ -233,6 +238,12 @@ export interface LockOptions {
    * maxTtlMs + quarantineMarginMs, a day or more recommended.
    */
   fenceCounterTtlMs?: number
+  /**
+   * Use this lock value (at least 16 printable ASCII characters) instead of a fresh random one
+   * per attempt, for compatibility with libraries whose users choose it; generated values are
+   * safer. Not with `fenced`. Per acquisition only, not a client default.
+   */
+  value?: string
 }
 
 /** Options of `acquire()`: lock options plus an AbortSignal that cancels a pending acquisition. */
@@ -241,7 +252,7 @@ export interface AcquireOptions extends LockOptions {
 }
 
 /** Options of a client: the nodes, client-wide settings, and default lock options. */
-export interface ClientOptions extends LockOptions {
+export interface ClientOptions extends Omit<LockOptions, 'value'> {
   /** Node URLs: `redis://[user:password@]host:port[/db]`, `rediss://...` for TLS. */
   nodes: string[]
   /** Drift factor (default 0.01), in 0 <= d < 0.5. */
@@ -252,6 +263,8 @@ export interface ClientOptions extends LockOptions {
   maxTtlMs?: number
   /** How long connecting waits for the first connections (default 1000). */
   connectTimeoutMs?: number
+  /** How often a connection's settings are read again (default 60000). */
+  reprobeEveryMs?: number
   /** Key prefix (default `'quorumlock:'`); keys are `<prefix>{<resource>}`. */
   keyPrefix?: string
   /** `'braced'` (default: `<prefix>{<resource>}`) or `'bare'` (`<prefix><resource>`). */

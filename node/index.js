@@ -1,8 +1,8 @@
 'use strict'
 // quorumlock: Redlock distributed locks over N independent Redis masters, one engine in Rust.
-// This file checks arguments (TypeError / RangeError before anything is sent), turns native
-// `{ value } | { error }` outcomes into values or QuorumlockErrors, and adds AbortSignal,
-// `lock.signal`, `using()` and `[Symbol.asyncDispose]`. It holds no lock logic.
+// This file checks argument types (TypeError; the engine checks values: RangeError), turns
+// native `{ value } | { error }` outcomes into values or QuorumlockErrors, and adds
+// AbortSignal, `lock.signal`, `using()` and `[Symbol.asyncDispose]`. It holds no lock logic.
 
 const native = (() => {
   try {
@@ -26,22 +26,8 @@ if (typeof Symbol.asyncDispose !== 'symbol') {
   Object.defineProperty(Symbol, 'asyncDispose', { value: Symbol.for('nodejs.asyncDispose') })
 }
 
-/** Every `QuorumlockError.code`, one per core error kind plus QL_INTERNAL. */
-const ERROR_CODES = Object.freeze([
-  'QL_BUSY',
-  'QL_QUORUM',
-  'QL_VALIDITY',
-  'QL_CANCELLED',
-  'QL_LOST',
-  'QL_EXT_LIMIT',
-  'QL_INVALID',
-  'QL_CONNECTION',
-  'QL_AUTH',
-  'QL_SCRIPT',
-  'QL_MISCONFIGURED',
-  'QL_TIMEOUT',
-  'QL_INTERNAL',
-])
+/** Every `QuorumlockError.code`, one per core error kind (in numeric order) plus QL_INTERNAL. */
+const ERROR_CODES = Object.freeze([...native.errorKinds().map((k) => k.code), 'QL_INTERNAL'])
 
 /** A failed quorumlock operation: a stable `code` and the per-node report in `nodes`. */
 class QuorumlockError extends Error {
@@ -71,24 +57,15 @@ function unwrap(outcome) {
 }
 
 // ---- argument checks -------------------------------------------------------------------
+// The options come from the engine's table (docs/options.md): this file checks each value's
+// type by its unit, the engine converts and checks the value (parseOptions), and a value out
+// of range becomes a RangeError carrying the engine's message and code QL_INVALID.
 
 const MAX_COUNT = 4294967295
 
-function checkMs(name, v, positive) {
+function checkMs(name, v) {
   if (typeof v !== 'number') {
     throw new TypeError(`${name} must be a number of milliseconds (got ${typeof v})`)
-  }
-  if (!Number.isSafeInteger(v) || v < 0 || (positive && v === 0)) {
-    throw new RangeError(`${name} must be a whole number of milliseconds ${positive ? '> 0' : '>= 0'} (got ${v})`)
-  }
-  return v
-}
-
-function checkCount(name, v) {
-  if (typeof v !== 'number') throw new TypeError(`${name} must be a number (got ${typeof v})`)
-  if (v === Infinity) return MAX_COUNT
-  if (!Number.isInteger(v) || v < 0 || v > MAX_COUNT) {
-    throw new RangeError(`${name} must be a whole number in 0..${MAX_COUNT} or Infinity (got ${v})`)
   }
   return v
 }
@@ -98,51 +75,40 @@ function checkBool(name, v) {
   return v
 }
 
-const LOCK_OPTIONS = {
-  ttlMs: (v) => checkMs('ttlMs', v, true),
-  retryCount: (v) => checkCount('retryCount', v),
-  retryDelayMs: (v) => checkMs('retryDelayMs', v, false),
-  retryJitterMs: (v) => checkMs('retryJitterMs', v, false),
-  waitMs: (v) => checkMs('waitMs', v, false),
-  minValidityMs: (v) => checkMs('minValidityMs', v, false),
-  nodeTimeoutMs: (v) => checkMs('nodeTimeoutMs', v, true),
-  autoExtend: (v) => checkBool('autoExtend', v),
-  extendIntervalMs: (v) => checkMs('extendIntervalMs', v, true),
-  maxExtensions: (v) => checkCount('maxExtensions', v),
-  maxHoldMs: (v) => checkMs('maxHoldMs', v, true),
-  fenced: (v) => checkBool('fenced', v),
-  fenceCounterTtlMs: (v) => checkMs('fenceCounterTtlMs', v, true),
-}
-
-function checkChoice(name, allowed) {
-  return (v) => {
-    if (typeof v !== 'string') throw new TypeError(`${name} must be a string (got ${typeof v})`)
-    if (!allowed.includes(v)) {
-      throw new RangeError(`${name} must be one of ${allowed.map((a) => `'${a}'`).join(', ')} (got ${JSON.stringify(v)})`)
-    }
-    return v
+/** The native form of one option after checking its type: `{ name, number | flag | text }`. */
+function optionValue(spec, v) {
+  switch (spec.unit) {
+    case 'duration':
+      return { name: spec.name, number: checkMs(spec.key, v) }
+    case 'count':
+    case 'number':
+      if (typeof v !== 'number') throw new TypeError(`${spec.key} must be a number (got ${typeof v})`)
+      // Infinity is JavaScript's spelling of "no limit" for counts.
+      return { name: spec.name, number: spec.unit === 'count' && v === Infinity ? MAX_COUNT : v }
+    case 'flag':
+      return { name: spec.name, flag: checkBool(spec.key, v) }
+    default:
+      if (typeof v !== 'string') throw new TypeError(`${spec.key} must be a string (got ${typeof v})`)
+      return { name: spec.name, text: v }
   }
 }
 
-const CLIENT_OPTIONS = {
-  driftFactor: (v) => {
-    if (typeof v !== 'number') throw new TypeError(`driftFactor must be a number (got ${typeof v})`)
-    if (!(v >= 0 && v < 0.5)) throw new RangeError(`driftFactor must be in 0 <= d < 0.5 (got ${v})`)
-    return v
-  },
-  driftConstantMs: (v) => checkMs('driftConstantMs', v, false),
-  maxTtlMs: (v) => checkMs('maxTtlMs', v, true),
-  connectTimeoutMs: (v) => checkMs('connectTimeoutMs', v, true),
-  keyPrefix: (v) => {
-    if (typeof v !== 'string') throw new TypeError(`keyPrefix must be a string (got ${typeof v})`)
-    return v
-  },
-  keyFormat: checkChoice('keyFormat', ['braced', 'bare']),
-  requireQuorum: (v) => checkBool('requireQuorum', v),
-  quarantine: checkChoice('quarantine', ['on', 'strict', 'off']),
-  quarantineMarginMs: (v) => checkMs('quarantineMarginMs', v, true),
-  evictionCheck: checkChoice('evictionCheck', ['refuse', 'warn', 'off']),
-  notify: (v) => checkBool('notify', v),
+function table(scope) {
+  return Object.freeze(Object.fromEntries(native.optionSpecs().filter((s) => s.scope === scope).map((s) => [s.key, s])))
+}
+
+const LOCK_OPTIONS = table('lock')
+const CLIENT_OPTIONS = table('client')
+
+/** The engine's checked options for a list of `optionValue`s; a RangeError for a value out of range. */
+function nativeOptions(list) {
+  const outcome = native.parseOptions(list)
+  if (outcome.error != null) {
+    const e = new RangeError(outcome.error)
+    e.code = 'QL_INVALID'
+    throw e
+  }
+  return outcome.value
 }
 
 function checkObject(name, v) {
@@ -152,16 +118,16 @@ function checkObject(name, v) {
   return v
 }
 
-/** Picks and checks the keys of `table` from `options`; returns [checked, rest]. */
+/** Picks the keys of `table` from `options` and checks their types; returns [list, rest]. */
 function pick(table, options) {
-  const checked = {}
+  const list = []
   const rest = {}
   for (const [key, value] of Object.entries(options)) {
     if (value === undefined) continue
-    if (Object.hasOwn(table, key)) checked[key] = table[key](value)
+    if (Object.hasOwn(table, key)) list.push(optionValue(table[key], value))
     else rest[key] = value
   }
-  return [checked, rest]
+  return [list, rest]
 }
 
 function refuseUnknown(rest, what) {
@@ -172,13 +138,13 @@ function refuseUnknown(rest, what) {
 }
 
 function lockOptions(options) {
-  const [checked, rest] = pick(LOCK_OPTIONS, checkObject('options', options))
+  const [list, rest] = pick(LOCK_OPTIONS, checkObject('options', options))
   const { signal, ...unknown } = rest
   refuseUnknown(unknown, 'lock')
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new TypeError('signal must be an AbortSignal')
   }
-  return [checked, signal]
+  return [nativeOptions(list), signal]
 }
 
 function clientOptions(options) {
@@ -187,11 +153,16 @@ function clientOptions(options) {
   if (!Array.isArray(nodes) || !nodes.every((n) => typeof n === 'string')) {
     throw new TypeError('nodes must be an array of node URLs (redis://host:port)')
   }
+  for (const spec of Object.values(LOCK_OPTIONS)) {
+    if (spec.perCall && opts[spec.key] !== undefined) {
+      throw new TypeError(`${spec.key} is a lock option (acquire), not a client option`)
+    }
+  }
   const [client, rest] = pick(CLIENT_OPTIONS, opts)
   const [lock, unknown] = pick(LOCK_OPTIONS, rest)
   delete unknown.nodes
   refuseUnknown(unknown, 'client')
-  return { ...client, nodes: [...nodes], lock }
+  return { nodes: [...nodes], options: nativeOptions([...client, ...lock]) }
 }
 
 function toResources(resources) {
@@ -376,7 +347,8 @@ class Lock {
 
   /** Extends the lock to `ttlMs` (default: its TTL) from now; resolves to this lock. */
   async extend(ttlMs = this.ttlMs) {
-    unwrap(await this.#native.extend(checkMs('ttlMs', ttlMs, true)))
+    nativeOptions([optionValue(LOCK_OPTIONS.ttlMs, ttlMs)])
+    unwrap(await this.#native.extend(ttlMs))
     return this
   }
 
@@ -401,8 +373,8 @@ class Client {
 
   /** Checks the options at once and starts connecting in the background. */
   constructor(options) {
-    const opts = clientOptions(options)
-    this.#ready = native.connect(opts, emitWarning).then((outcome) => {
+    const { nodes, options: opts } = clientOptions(options)
+    this.#ready = native.connect(nodes, opts, emitWarning).then((outcome) => {
       this.#native = unwrap(outcome)
       return this.#native
     })

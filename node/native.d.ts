@@ -26,7 +26,7 @@ export declare class NativeClient {
    * Acquires a lock on the resources (all or nothing). Each attempt takes about one round
    * trip; retries follow the options. Resolves to `{ value: NativeLock }` or `{ error }`.
    */
-  acquire(resources: Array<Buffer>, options: NativeLockOptions, cancel: CancelHandle): Promise<AcquireOutcome>
+  acquire(resources: Array<Buffer>, options: NativeOptions, cancel: CancelHandle): Promise<AcquireOutcome>
   /**
    * Pings every node and reads its settings; resolves to `{ value: [...] }`, or
    * `{ error }` when fewer than a quorum answer.
@@ -103,6 +103,9 @@ export declare class NativeLock {
   release(): Promise<ReleaseOutcome>
 }
 
+/** Options the engine has converted and checked, ready to apply. */
+export declare class NativeOptions {}
+
 /** `{ value }` or `{ error }` of [`NativeClient::acquire`]. */
 export interface AcquireOutcome {
   /** The held lock. */
@@ -112,11 +115,11 @@ export interface AcquireOutcome {
 }
 
 /**
- * Validates the options and connects to the nodes (waiting at most `connectTimeoutMs`).
- * Nodes not connected by then keep connecting in the background unless `requireQuorum`.
- * `onWarning` receives each warning once per kind and node.
+ * Validates the configuration and connects to the nodes (waiting at most
+ * `connectTimeoutMs`). Nodes not connected by then keep connecting in the background unless
+ * `requireQuorum`. `onWarning` receives each warning once per kind and node.
  */
-export declare function connect(options: NativeClientOptions, onWarning?: WarningCallback | undefined | null): Promise<ConnectOutcome>
+export declare function connect(nodes: Array<string>, options: NativeOptions, onWarning?: WarningCallback | undefined | null): Promise<ConnectOutcome>
 
 /** `{ value }` or `{ error }` of [`connect`]. */
 export interface ConnectOutcome {
@@ -165,39 +168,6 @@ export interface KindCode {
  */
 export declare function latencyBoundsUs(): Array<number>
 
-/** Options of a client. */
-export interface NativeClientOptions {
-  /** Node URLs: `redis://[user:password@]host:port[/db]`, `rediss://...`. */
-  nodes: Array<string>
-  /** Drift factor (default 0.01). */
-  driftFactor?: number
-  /** Drift constant (default 2 ms). */
-  driftConstantMs?: number
-  /** Upper bound of any TTL (default 60000 ms). */
-  maxTtlMs?: number
-  /** How long connecting waits for the first connections (default 1000 ms). */
-  connectTimeoutMs?: number
-  /** Key prefix (default `quorumlock:`). */
-  keyPrefix?: string
-  /** Key format: `braced` (`<prefix>{<resource>}`, default) or `bare` (`<prefix><resource>`). */
-  keyFormat?: string
-  /** Fail unless a quorum of nodes connected. */
-  requireQuorum?: boolean
-  /** Restart quarantine: `on` (default), `strict` or `off`. */
-  quarantine?: string
-  /** Extra time a fresh non-durable node stays out beyond the max TTL (default 5000 ms). */
-  quarantineMarginMs?: number
-  /** Nodes whose eviction policy can remove lock keys: `refuse` (default), `warn`, `off`. */
-  evictionCheck?: string
-  /**
-   * Release notification (default true): a release wakes waiters at once instead of
-   * after their retry delay.
-   */
-  notify?: boolean
-  /** Default options of every acquisition. */
-  lock?: NativeLockOptions
-}
-
 /** A failed operation: the stable code and the per-node detail. */
 export interface NativeError {
   /** One of `ERROR_CODES`, e.g. `"QL_BUSY"`. */
@@ -239,36 +209,6 @@ export interface NativeHistogram {
   p90Ms?: number
   /** Upper estimate of the 99th percentile in milliseconds, as `p50Ms`. */
   p99Ms?: number
-}
-
-/** Options of one acquisition; absent fields keep the client's defaults. */
-export interface NativeLockOptions {
-  /** Lock time-to-live. */
-  ttlMs?: number
-  /** Retries after the first attempt (4294967295 retries until `waitMs` or cancelled). */
-  retryCount?: number
-  /** Fixed part of the delay between attempts. */
-  retryDelayMs?: number
-  /** Random part of the delay between attempts. */
-  retryJitterMs?: number
-  /** Total wait budget. */
-  waitMs?: number
-  /** Minimum validity a successful attempt must leave. */
-  minValidityMs?: number
-  /** Deadline of one request round on one node. */
-  nodeTimeoutMs?: number
-  /** Keep the lock alive in the background until released. */
-  autoExtend?: boolean
-  /** Interval of the auto-extension. */
-  extendIntervalMs?: number
-  /** Cap on the number of extensions. */
-  maxExtensions?: number
-  /** Cap on the total holding time. */
-  maxHoldMs?: number
-  /** Return fencing tokens with the lock. */
-  fenced?: boolean
-  /** Let the fencing counters expire after this long without writes. */
-  fenceCounterTtlMs?: number
 }
 
 /** A snapshot of a client's counters. */
@@ -315,6 +255,21 @@ export interface NativeOpMetrics {
   failed: Array<CountEntry>
   /** The duration of every call, failed ones included. */
   latency: NativeHistogram
+}
+
+/**
+ * One option's value as `index.js` passes it (type-checked there): the engine's name and
+ * the value in the field its unit uses.
+ */
+export interface NativeOption {
+  /** The engine's name. */
+  name: string
+  /** Durations (milliseconds), counts and numbers. */
+  number?: number
+  /** Flags. */
+  flag?: boolean
+  /** Choices, bytes and text. */
+  text?: string
 }
 
 /** A warning of the client (`quorumlock::Warning`): fails nothing, but a user should know. */
@@ -376,6 +331,43 @@ export interface NodeInfoEntry {
   /** Problems an operator should fix, in plain words. */
   warnings: Array<string>
 }
+
+/** `{ value }` or `{ error }` of [`parse_options`]. */
+export interface OptionsOutcome {
+  /** The checked options. */
+  value?: NativeOptions
+  /**
+   * The engine's message about the first value out of range (`index.js` throws it as a
+   * `RangeError` with code `QL_INVALID`).
+   */
+  error?: string
+}
+
+/** One option of the engine's table, as `index.js` needs it. */
+export interface OptionSpecEntry {
+  /** The engine's name (snake_case), e.g. `"ttl"`. */
+  name: string
+  /** The key in Node options objects, e.g. `"ttlMs"`. */
+  key: string
+  /** `"lock"` or `"client"`. */
+  scope: string
+  /**
+   * `"duration"` (milliseconds), `"count"`, `"number"`, `"flag"`, `"bytes"`, `"choice"` or
+   * `"text"`.
+   */
+  unit: string
+  /** Only per acquisition, not as a client default. */
+  perCall: boolean
+}
+
+/** Every lock option, then every client setting. */
+export declare function optionSpecs(): Array<OptionSpecEntry>
+
+/**
+ * Converts and checks options with the engine (nothing is sent); resolves to
+ * `{ value: NativeOptions }`, or `{ error }` with the engine's message.
+ */
+export declare function parseOptions(options: Array<NativeOption>): OptionsOutcome
 
 /** The persistence settings of a node (`CONFIG GET`). */
 export interface Persistence {

@@ -1,18 +1,19 @@
 //! Where the nodes and settings come from: `--nodes`, `QUORUMLOCK_NODES`, or the config
 //! file `quorumlock.toml` (current directory, `--config` or `QUORUMLOCK_CONFIG`); the
-//! client settings every client of the same nodes must agree on (`max_ttl`, quarantine,
-//! eviction check) from global flags, their environment variables or the file; durations in
-//! humantime style (`500ms`, `30s`, `2m`).
+//! client settings (the engine's table, `docs/options.md`: `max_ttl`, quarantine, eviction
+//! check, ...) from global flags, their environment variables or the file; durations in
+//! humantime style (`500ms`, `30s`, `2m`). The engine checks every value.
 
 use std::path::Path;
 use std::time::Duration;
 
 use clap::Args;
 use clap::builder::PossibleValuesParser;
+use quorumlock::options::{CLIENT_SETTINGS, Kind, OptionSpec};
 use quorumlock::{
-    Client, DEFAULT_MAX_TTL, DEFAULT_TTL, ErrorKind, EvictionCheck, LockOptions, Quarantine,
+    Client, ClientSettings, DEFAULT_TTL, ErrorKind, EvictionCheck, LockOptions, OptionValue,
+    Quarantine,
 };
-use serde::Deserialize;
 
 use crate::CliError;
 
@@ -22,19 +23,19 @@ pub(crate) const CONFIG_FILE: &str = "quorumlock.toml";
 /// Default wait budget of `run`.
 pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 
-/// The spellings of [`Quarantine`], in the order the docs list them.
-const QUARANTINE: &[(&str, Quarantine)] = &[
-    ("on", Quarantine::On),
-    ("strict", Quarantine::Strict),
-    ("off", Quarantine::Off),
-];
+/// The config file's keys besides the client settings.
+const FILE_KEYS: &[&str] = &["nodes", "ttl", "wait"];
 
-/// The spellings of [`EvictionCheck`], in the order the docs list them.
-const EVICTION_CHECK: &[(&str, EvictionCheck)] = &[
-    ("refuse", EvictionCheck::Refuse),
-    ("warn", EvictionCheck::Warn),
-    ("off", EvictionCheck::Off),
-];
+/// Client settings the CLI decides itself: `run` needs a quorum of nodes, the admin
+/// subcommands work with what they can reach.
+const CLI_OWNED: &[&str] = &["require_quorum"];
+
+/// The client settings the config file takes: every one of the engine's but [`CLI_OWNED`].
+pub(crate) fn file_settings() -> impl Iterator<Item = &'static OptionSpec> {
+    CLIENT_SETTINGS
+        .iter()
+        .filter(|s| !CLI_OWNED.contains(&s.name))
+}
 
 /// Nodes and defaults after merging flags, environment and the config file.
 #[derive(Debug, Default, PartialEq)]
@@ -45,20 +46,8 @@ pub(crate) struct Settings {
     pub(crate) ttl: Option<Duration>,
     /// `wait` from the config file.
     pub(crate) wait: Option<Duration>,
-    /// `key_prefix` from the config file.
-    pub(crate) key_prefix: Option<String>,
-    /// `--max-ttl`, else `max_ttl` from the config file.
-    pub(crate) max_ttl: Option<Duration>,
-    /// `--quarantine`, else `quarantine` from the config file.
-    pub(crate) quarantine: Option<Quarantine>,
-    /// `quarantine_margin` from the config file.
-    pub(crate) quarantine_margin: Option<Duration>,
-    /// `--eviction-check`, else `eviction_check` from the config file.
-    pub(crate) eviction_check: Option<EvictionCheck>,
-    /// `connect_timeout` from the config file.
-    pub(crate) connect_timeout: Option<Duration>,
-    /// `notify` from the config file.
-    pub(crate) notify: Option<bool>,
+    /// The engine's defaults, replaced by the config file's keys, replaced by the flags.
+    pub(crate) client: ClientSettings,
 }
 
 /// Client settings given as global flags (or their environment variables); they override
@@ -81,7 +70,7 @@ pub(crate) struct ClientFlags {
         global = true,
         env = "QUORUMLOCK_QUARANTINE",
         value_name = "MODE",
-        value_parser = PossibleValuesParser::new(QUARANTINE.iter().map(|(s, _)| *s))
+        value_parser = PossibleValuesParser::new(Quarantine::NAMES)
     )]
     pub(crate) quarantine: Option<String>,
     /// Nodes whose eviction policy can drop lock keys [default: eviction_check from the
@@ -91,26 +80,9 @@ pub(crate) struct ClientFlags {
         global = true,
         env = "QUORUMLOCK_EVICTION_CHECK",
         value_name = "MODE",
-        value_parser = PossibleValuesParser::new(EVICTION_CHECK.iter().map(|(s, _)| *s))
+        value_parser = PossibleValuesParser::new(EvictionCheck::NAMES)
     )]
     pub(crate) eviction_check: Option<String>,
-}
-
-/// The file's keys. Scalar values stay TOML values until [`parse_file`] reads them, so that
-/// a value of the wrong type gets a message naming its key.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct File {
-    nodes: Option<Vec<String>>,
-    ttl: Option<toml::Value>,
-    wait: Option<toml::Value>,
-    key_prefix: Option<String>,
-    max_ttl: Option<toml::Value>,
-    quarantine: Option<toml::Value>,
-    quarantine_margin: Option<toml::Value>,
-    eviction_check: Option<toml::Value>,
-    connect_timeout: Option<toml::Value>,
-    notify: Option<toml::Value>,
 }
 
 /// Parses a humantime duration (`500ms`, `30s`, `2m`); `what` names its source in errors.
@@ -122,84 +94,118 @@ pub(crate) fn parse_duration(what: &str, text: &str) -> Result<Duration, CliErro
     })
 }
 
-/// The names of `choices`, for messages: `on, strict, off`.
-fn names<T>(choices: &[(&str, T)]) -> String {
-    let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
-    names.join(", ")
+/// A value the engine refused, as a usage error with its message (naming `what`).
+fn refused(e: &quorumlock::Error) -> CliError {
+    CliError::usage(e.message())
 }
 
-/// Looks `text` up among `choices` (exact spelling); `what` names its source in errors.
-fn parse_choice<T: Copy>(what: &str, text: &str, choices: &[(&str, T)]) -> Result<T, CliError> {
-    choices
-        .iter()
-        .find(|(name, _)| *name == text)
-        .map(|&(_, value)| value)
-        .ok_or_else(|| {
-            CliError::usage(format!(
-                "invalid value {text:?} for {what}; use one of: {}",
-                names(choices)
-            ))
-        })
+/// The lock option `name` (`ttl`, `wait`) from `text`, checked by the engine; `what` names
+/// its source in errors.
+pub(crate) fn lock_duration(name: &str, what: &str, text: &str) -> Result<Duration, CliError> {
+    let mut opts = LockOptions::default();
+    let d = parse_duration(what, text)?;
+    opts.set_as(name, what, OptionValue::Duration(d))
+        .map_err(|e| refused(&e))?;
+    Ok(d)
 }
 
-/// The string in a file value; `hint` says what to write instead of another type.
-fn file_string(what: &str, value: toml::Value, hint: &str) -> Result<String, CliError> {
+/// The engine's value of a config file key of kind `spec.kind`; `what` names the key and
+/// the file.
+fn file_value(spec: &OptionSpec, what: &str, value: toml::Value) -> Result<OptionValue, CliError> {
+    let wrong = |value: &toml::Value, hint: &str| {
+        CliError::usage(format!("invalid value {value} for {what}; {hint}"))
+    };
+    Ok(match (spec.kind, value) {
+        (Kind::Duration { .. }, toml::Value::String(s)) => {
+            OptionValue::Duration(parse_duration(what, &s)?)
+        }
+        (Kind::Duration { .. }, other) => {
+            return Err(wrong(
+                &other,
+                "write a duration as a string like \"500ms\", \"30s\" or \"2m\"",
+            ));
+        }
+        (Kind::Flag, toml::Value::Boolean(on)) => OptionValue::Flag(on),
+        (Kind::Flag, other) => return Err(wrong(&other, "use true or false (without quotes)")),
+        (Kind::Count | Kind::Ratio { .. }, toml::Value::Integer(n)) => {
+            OptionValue::Number(n as f64)
+        }
+        (Kind::Count | Kind::Ratio { .. }, toml::Value::Float(n)) => OptionValue::Number(n),
+        (Kind::Count | Kind::Ratio { .. }, other) => return Err(wrong(&other, "write a number")),
+        (Kind::Choice(names), toml::Value::String(s)) if names.contains(&s.as_str()) => {
+            OptionValue::Text(s)
+        }
+        (Kind::Choice(names), other) => {
+            let hint = format!("use one of: {}", names.join(", "));
+            return Err(match other {
+                toml::Value::String(s) => {
+                    CliError::usage(format!("invalid value {s:?} for {what}; {hint}"))
+                }
+                other => wrong(&other, &hint),
+            });
+        }
+        (_, toml::Value::String(s)) => OptionValue::Text(s),
+        (_, other) => return Err(wrong(&other, "write a string")),
+    })
+}
+
+/// The `nodes` key: a list of URL strings.
+fn file_nodes(what: &str, value: toml::Value) -> Result<Vec<String>, CliError> {
+    let wrong = |v: &toml::Value| {
+        CliError::usage(format!(
+            "invalid value {v} for {what}; write a list of node URLs like [\"redis://10.0.0.1:6379\"]"
+        ))
+    };
     match value {
-        toml::Value::String(s) => Ok(s),
-        other => Err(CliError::usage(format!(
-            "invalid value {other} for {what}; {hint}"
-        ))),
+        toml::Value::Array(items) => items
+            .into_iter()
+            .map(|item| match item {
+                toml::Value::String(s) => Ok(s),
+                other => Err(wrong(&other)),
+            })
+            .collect(),
+        other => Err(wrong(&other)),
     }
-}
-
-/// A duration key of the file; `what` names the key and the file.
-fn file_duration(what: &str, value: Option<toml::Value>) -> Result<Option<Duration>, CliError> {
-    let hint = "write a duration as a string like \"500ms\", \"30s\" or \"2m\"";
-    value
-        .map(|v| parse_duration(what, &file_string(what, v, hint)?))
-        .transpose()
-}
-
-/// A key of the file with a fixed set of `choices`; `what` names the key and the file.
-fn file_choice<T: Copy>(
-    what: &str,
-    value: Option<toml::Value>,
-    choices: &[(&str, T)],
-) -> Result<Option<T>, CliError> {
-    let hint = format!("use one of: {}", names(choices));
-    value
-        .map(|v| parse_choice(what, &file_string(what, v, &hint)?, choices))
-        .transpose()
 }
 
 fn parse_file(path: &Path, text: &str) -> Result<Settings, CliError> {
     let shown = path.display();
-    let file: File = toml::from_str(text)
+    let table: toml::Table = toml::from_str(text)
         .map_err(|e| CliError::usage(format!("config file {shown}: {}", e.message())))?;
-    let what = |key: &str| format!("{key} in {shown}");
-    let duration = |key: &str, v| file_duration(&what(key), v);
-    let notify = match file.notify {
-        None => None,
-        Some(toml::Value::Boolean(on)) => Some(on),
-        Some(other) => {
-            return Err(CliError::usage(format!(
-                "invalid value {other} for {}; use true or false (without quotes)",
-                what("notify")
-            )));
+    let mut settings = Settings::default();
+    for (key, value) in table {
+        let what = format!("{key} in {shown}");
+        let duration = |value| match value {
+            toml::Value::String(s) => lock_duration(&key, &what, &s),
+            other => Err(CliError::usage(format!(
+                "invalid value {other} for {what}; write a duration as a string like \"500ms\", \"30s\" or \"2m\""
+            ))),
+        };
+        match key.as_str() {
+            "nodes" => settings.nodes = file_nodes(&what, value)?,
+            "ttl" => settings.ttl = Some(duration(value)?),
+            "wait" => settings.wait = Some(duration(value)?),
+            _ => {
+                let Some(spec) = file_settings().find(|s| s.name == key) else {
+                    let known: Vec<&str> = FILE_KEYS
+                        .iter()
+                        .copied()
+                        .chain(file_settings().map(|s| s.name))
+                        .collect();
+                    return Err(CliError::usage(format!(
+                        "config file {shown}: unknown key `{key}`; the keys are {}",
+                        known.join(", ")
+                    )));
+                };
+                let value = file_value(spec, &what, value)?;
+                settings
+                    .client
+                    .set_as(spec.name, &what, value)
+                    .map_err(|e| refused(&e))?;
+            }
         }
-    };
-    Ok(Settings {
-        nodes: file.nodes.unwrap_or_default(),
-        ttl: duration("ttl", file.ttl)?,
-        wait: duration("wait", file.wait)?,
-        key_prefix: file.key_prefix,
-        max_ttl: duration("max_ttl", file.max_ttl)?,
-        quarantine: file_choice(&what("quarantine"), file.quarantine, QUARANTINE)?,
-        quarantine_margin: duration("quarantine_margin", file.quarantine_margin)?,
-        eviction_check: file_choice(&what("eviction_check"), file.eviction_check, EVICTION_CHECK)?,
-        connect_timeout: duration("connect_timeout", file.connect_timeout)?,
-        notify,
-    })
+    }
+    Ok(settings)
 }
 
 /// Puts back together the node URLs of a comma-split list: a piece without `://` continues
@@ -240,14 +246,21 @@ pub(crate) fn load(
     } else {
         Settings::default()
     };
-    if let Some(s) = &flags.max_ttl {
-        settings.max_ttl = Some(parse_duration("--max-ttl", s)?);
-    }
-    if let Some(s) = &flags.quarantine {
-        settings.quarantine = Some(parse_choice("--quarantine", s, QUARANTINE)?);
-    }
-    if let Some(s) = &flags.eviction_check {
-        settings.eviction_check = Some(parse_choice("--eviction-check", s, EVICTION_CHECK)?);
+    let flagged = [
+        ("max_ttl", "--max-ttl", &flags.max_ttl),
+        ("quarantine", "--quarantine", &flags.quarantine),
+        ("eviction_check", "--eviction-check", &flags.eviction_check),
+    ];
+    for (name, flag, given) in flagged {
+        let Some(text) = given else { continue };
+        let value = match name {
+            "max_ttl" => OptionValue::Duration(parse_duration(flag, text)?),
+            _ => OptionValue::Text(text.clone()),
+        };
+        settings
+            .client
+            .set_as(name, flag, value)
+            .map_err(|e| refused(&e))?;
     }
     let given = join_cluster_seeds(flag_nodes);
     if !given.is_empty() {
@@ -277,7 +290,7 @@ pub(crate) async fn connect(
     settings: &Settings,
     run: Option<&LockOptions>,
 ) -> Result<Client, CliError> {
-    let max_ttl = settings.max_ttl.unwrap_or(DEFAULT_MAX_TTL);
+    let max_ttl = settings.client.max_ttl;
     let opts = match run {
         Some(opts) => opts.clone(),
         // The admin calls take no ttl: keep the default one within a lower max_ttl.
@@ -286,29 +299,11 @@ pub(crate) async fn connect(
             .node_timeout(ADMIN_NODE_TIMEOUT),
     };
     let ttl = opts.get_ttl();
-    let mut builder = Client::builder()
+    let builder = Client::builder()
         .nodes(settings.nodes.iter().cloned())
+        .settings(settings.client.clone())
         .require_quorum(run.is_some())
-        .lock_options(opts)
-        .max_ttl(max_ttl);
-    if let Some(prefix) = &settings.key_prefix {
-        builder = builder.key_prefix(prefix);
-    }
-    if let Some(mode) = settings.quarantine {
-        builder = builder.quarantine(mode);
-    }
-    if let Some(margin) = settings.quarantine_margin {
-        builder = builder.quarantine_margin(margin);
-    }
-    if let Some(mode) = settings.eviction_check {
-        builder = builder.eviction_check(mode);
-    }
-    if let Some(timeout) = settings.connect_timeout {
-        builder = builder.connect_timeout(timeout);
-    }
-    if let Some(on) = settings.notify {
-        builder = builder.notify(on);
-    }
+        .lock_options(opts);
     builder.connect().await.map_err(|e| {
         let refused = e.kind() == ErrorKind::InvalidArgument;
         let error = CliError::from(e);
@@ -346,14 +341,15 @@ mod tests {
     fn file_format() {
         let text = "nodes = [\"redis://a:1\", \"redis://b:2\"]\nttl = \"5s\"\nwait = \"1m\"\nkey_prefix = \"app:\"\n";
         let s = parse_file(Path::new("q.toml"), text).ok();
+        let mut client = ClientSettings::default();
+        client.key_prefix = b"app:".to_vec();
         assert_eq!(
             s,
             Some(Settings {
                 nodes: vec!["redis://a:1".into(), "redis://b:2".into()],
                 ttl: Some(Duration::from_secs(5)),
                 wait: Some(Duration::from_secs(60)),
-                key_prefix: Some("app:".into()),
-                ..Settings::default()
+                client,
             })
         );
         let unknown = parse_file(Path::new("q.toml"), "nodez = []").err();
@@ -401,15 +397,17 @@ mod tests {
         let text = "max_ttl = \"2m\"\nquarantine = \"strict\"\nquarantine_margin = \"10s\"\n\
                     eviction_check = \"warn\"\nconnect_timeout = \"250ms\"\nnotify = false\n";
         let s = parse_file(Path::new("q.toml"), text).ok();
+        let mut client = ClientSettings::default();
+        client.max_ttl = Duration::from_secs(120);
+        client.quarantine = Quarantine::Strict;
+        client.quarantine_margin = Duration::from_secs(10);
+        client.eviction_check = EvictionCheck::Warn;
+        client.connect_timeout = Duration::from_millis(250);
+        client.notify = false;
         assert_eq!(
             s,
             Some(Settings {
-                max_ttl: Some(Duration::from_secs(120)),
-                quarantine: Some(Quarantine::Strict),
-                quarantine_margin: Some(Duration::from_secs(10)),
-                eviction_check: Some(EvictionCheck::Warn),
-                connect_timeout: Some(Duration::from_millis(250)),
-                notify: Some(false),
+                client,
                 ..Settings::default()
             })
         );
@@ -419,7 +417,7 @@ mod tests {
             ("off", Quarantine::Off),
         ] {
             let s = parse_file(Path::new("q.toml"), &format!("quarantine = {text:?}")).ok();
-            assert_eq!(s.and_then(|s| s.quarantine), Some(mode), "{text}");
+            assert_eq!(s.map(|s| s.client.quarantine), Some(mode), "{text}");
         }
         for (text, mode) in [
             ("refuse", EvictionCheck::Refuse),
@@ -427,11 +425,14 @@ mod tests {
             ("off", EvictionCheck::Off),
         ] {
             let s = parse_file(Path::new("q.toml"), &format!("eviction_check = {text:?}")).ok();
-            assert_eq!(s.and_then(|s| s.eviction_check), Some(mode), "{text}");
+            assert_eq!(s.map(|s| s.client.eviction_check), Some(mode), "{text}");
         }
-        let s = parse_file(Path::new("q.toml"), "notify = true").ok();
-        assert_eq!(s.and_then(|s| s.notify), Some(true));
-        // Unset keys stay unset: the engine's defaults apply.
+        let s = parse_file(Path::new("q.toml"), "notify = true\ndrift_factor = 0.02").ok();
+        assert_eq!(
+            s.map(|s| (s.client.notify, s.client.drift_factor)),
+            Some((true, 0.02))
+        );
+        // Unset keys keep the engine's defaults.
         let s = parse_file(Path::new("q.toml"), "").ok();
         assert_eq!(s, Some(Settings::default()));
     }
@@ -480,6 +481,17 @@ mod tests {
             ("notify = \"yes\"", "notify in q.toml", &["true or false"]),
             ("notify = 1", "notify in q.toml", &["true or false"]),
             ("max_ttls = \"2m\"", "q.toml", &["max_ttls"]),
+            // The CLI decides this one itself.
+            ("require_quorum = true", "q.toml", &["require_quorum"]),
+            // Values the engine refuses, with its message.
+            ("max_ttl = \"0s\"", "max_ttl in q.toml", &["at least 1 ms"]),
+            (
+                "drift_factor = 0.5",
+                "drift_factor in q.toml",
+                &["0.0..0.5"],
+            ),
+            ("ttl = \"0s\"", "ttl in q.toml", &["at least 1 ms"]),
+            ("nodes = \"redis://a:1\"", "nodes in q.toml", &["list"]),
         ];
         for (text, key, more) in cases {
             let e = file_error(text);
@@ -503,18 +515,10 @@ mod tests {
             .unwrap_or_default();
         let s = parse_file(Path::new("cli.md"), example);
         assert!(s.is_ok(), "{:?}", s.err().map(|e| e.message));
-        let keys = [
-            "nodes",
-            "ttl",
-            "wait",
-            "key_prefix",
-            "max_ttl",
-            "quarantine",
-            "quarantine_margin",
-            "eviction_check",
-            "connect_timeout",
-            "notify",
-        ];
+        let keys = FILE_KEYS
+            .iter()
+            .copied()
+            .chain(file_settings().map(|s| s.name));
         for key in keys {
             assert!(example.contains(&format!("\n{key} = ")), "{key} missing");
         }
@@ -533,13 +537,15 @@ mod tests {
         assert!(std::fs::write(&path, text).is_ok());
         let from_file = load(&[], Some(&path), &ClientFlags::default()).ok();
         assert_eq!(
-            from_file
-                .as_ref()
-                .map(|s| (s.max_ttl, s.quarantine, s.eviction_check)),
+            from_file.as_ref().map(|s| (
+                s.client.max_ttl,
+                s.client.quarantine,
+                s.client.eviction_check
+            )),
             Some((
-                Some(Duration::from_secs(120)),
-                Some(Quarantine::Strict),
-                Some(EvictionCheck::Warn)
+                Duration::from_secs(120),
+                Quarantine::Strict,
+                EvictionCheck::Warn
             ))
         );
         let flags = ClientFlags {
@@ -549,13 +555,17 @@ mod tests {
         };
         let s = load(&[], Some(&path), &flags).ok();
         assert_eq!(
-            s.as_ref()
-                .map(|s| (s.max_ttl, s.quarantine, s.eviction_check, s.notify)),
+            s.as_ref().map(|s| (
+                s.client.max_ttl,
+                s.client.quarantine,
+                s.client.eviction_check,
+                s.client.notify
+            )),
             Some((
-                Some(Duration::from_secs(90)),
-                Some(Quarantine::Off),
-                Some(EvictionCheck::Refuse),
-                Some(false)
+                Duration::from_secs(90),
+                Quarantine::Off,
+                EvictionCheck::Refuse,
+                false
             ))
         );
         let bad = ClientFlags {
@@ -572,6 +582,13 @@ mod tests {
         assert!(e.is_some_and(
             |e| e.message.contains("--quarantine") && e.message.contains("on, strict, off")
         ));
+        let bad = ClientFlags {
+            max_ttl: Some("0s".into()),
+            ..ClientFlags::default()
+        };
+        let e = load(&[], Some(&path), &bad).err();
+        assert!(e.is_some_and(|e| e.exit == crate::exit::USAGE
+            && e.message == "--max-ttl must be at least 1 ms (got 0 ms)"));
         std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -14,7 +14,7 @@ use serde_json::json;
 use tokio::process::Child;
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::config::{DEFAULT_WAIT, Settings, connect, parse_duration};
+use crate::config::{DEFAULT_WAIT, Settings, connect, lock_duration, parse_duration};
 use crate::{CliError, exit, report_json};
 
 /// Arguments of `quorumlock run`.
@@ -72,7 +72,7 @@ impl Signals {
 
 fn options(args: &RunArgs, settings: &Settings) -> Result<(LockOptions, Duration), CliError> {
     let ttl = match &args.ttl {
-        Some(s) => parse_duration("--ttl", s)?,
+        Some(s) => lock_duration("ttl", "--ttl", s)?,
         None => settings.ttl.unwrap_or(DEFAULT_TTL),
     };
     let grace = parse_duration("--grace", &args.grace)?;
@@ -84,7 +84,7 @@ fn options(args: &RunArgs, settings: &Settings) -> Result<(LockOptions, Duration
         opts.retry_count(0)
     } else {
         let wait = match &args.wait {
-            Some(s) => parse_duration("--wait", s)?,
+            Some(s) => lock_duration("wait", "--wait", s)?,
             None => settings.wait.unwrap_or(DEFAULT_WAIT),
         };
         opts.retry_forever().wait(wait)

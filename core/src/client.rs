@@ -7,7 +7,9 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 
 use crate::cancel::CancelToken;
-use crate::config::{self, EvictionCheck, KeyFormat, LockOptions, Quarantine, Timing};
+use crate::config::{
+    self, ClientSettings, EvictionCheck, KeyFormat, LockOptions, Quarantine, Timing,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::Lock;
 use crate::metrics::{ClientStats, Metrics};
@@ -98,44 +100,12 @@ enum NodeSpec {
 
 /// Builds a [`Client`]; see [`Client::builder`].
 #[must_use]
+#[derive(Default)]
 pub struct ClientBuilder {
     nodes: Vec<NodeSpec>,
-    drift_factor: f64,
-    drift_constant: Duration,
-    max_ttl: Duration,
-    connect_timeout: Duration,
-    key_prefix: Vec<u8>,
-    key_format: KeyFormat,
+    settings: ClientSettings,
     defaults: LockOptions,
-    require_quorum: bool,
-    quarantine: Quarantine,
-    quarantine_margin: Duration,
-    eviction_check: EvictionCheck,
-    notify: bool,
-    reprobe_every: Duration,
     on_warning: Option<WarningHook>,
-}
-
-impl Default for ClientBuilder {
-    fn default() -> Self {
-        Self {
-            nodes: Vec::new(),
-            drift_factor: config::DEFAULT_DRIFT_FACTOR,
-            drift_constant: config::DEFAULT_DRIFT_CONSTANT,
-            max_ttl: config::DEFAULT_MAX_TTL,
-            connect_timeout: config::DEFAULT_CONNECT_TIMEOUT,
-            key_prefix: config::DEFAULT_KEY_PREFIX.as_bytes().to_vec(),
-            key_format: KeyFormat::default(),
-            defaults: LockOptions::default(),
-            require_quorum: false,
-            quarantine: Quarantine::default(),
-            quarantine_margin: config::DEFAULT_QUARANTINE_MARGIN,
-            eviction_check: EvictionCheck::default(),
-            notify: true,
-            reprobe_every: config::DEFAULT_REPROBE_EVERY,
-            on_warning: None,
-        }
-    }
 }
 
 impl ClientBuilder {
@@ -166,36 +136,42 @@ impl ClientBuilder {
     }
     /// Drift factor `d` (default 0.01); must be in `0.0..0.5`.
     pub fn drift_factor(mut self, d: f64) -> Self {
-        self.drift_factor = d;
+        self.settings.drift_factor = d;
         self
     }
     /// Drift constant `c` (default 2 ms).
     pub fn drift_constant(mut self, c: Duration) -> Self {
-        self.drift_constant = c;
+        self.settings.drift_constant = c;
         self
     }
     /// Upper bound for any TTL (default 60 s, at most [`crate::MAX_TTL_LIMIT`]). All clients
     /// of the same nodes must agree.
     pub fn max_ttl(mut self, d: Duration) -> Self {
-        self.max_ttl = d;
+        self.settings.max_ttl = d;
         self
     }
     /// How long [`connect`](Self::connect) waits for the first connections (default 1 s).
     /// Nodes not connected by then keep connecting in the background.
     pub fn connect_timeout(mut self, d: Duration) -> Self {
-        self.connect_timeout = d;
+        self.settings.connect_timeout = d;
         self
     }
     /// Key prefix (default `quorumlock:`); lock keys are `<prefix>{<resource>}`.
     pub fn key_prefix(mut self, prefix: impl AsRef<[u8]>) -> Self {
-        self.key_prefix = prefix.as_ref().to_vec();
+        self.settings.key_prefix = prefix.as_ref().to_vec();
         self
     }
     /// How resource names become keys (default [`KeyFormat::Braced`]). Compatibility layers
     /// use [`KeyFormat::Bare`] with an empty prefix to share keys with the libraries they
     /// replace.
     pub fn key_format(mut self, format: KeyFormat) -> Self {
-        self.key_format = format;
+        self.settings.key_format = format;
+        self
+    }
+    /// Every client setting at once (see `docs/options.md`), replacing those set before;
+    /// bindings fill a [`ClientSettings`] by name with [`ClientSettings::set`].
+    pub fn settings(mut self, settings: ClientSettings) -> Self {
+        self.settings = settings;
         self
     }
     /// Default options for [`Client::acquire`].
@@ -208,7 +184,7 @@ impl ClientBuilder {
     /// cuts its retry delay short. Off: releases publish nothing and waiters only poll.
     /// Notifications are hints; safety never depends on them.
     pub fn notify(mut self, on: bool) -> Self {
-        self.notify = on;
+        self.settings.notify = on;
         self
     }
 
@@ -216,32 +192,32 @@ impl ClientBuilder {
     /// read again (default 60 s), since `CONFIG SET` can change them at run time. The
     /// re-read runs in the background when a request finds the last one older than this.
     pub fn reprobe_every(mut self, d: Duration) -> Self {
-        self.reprobe_every = d;
+        self.settings.reprobe_every = d;
         self
     }
 
     /// Fail [`connect`](Self::connect) unless a quorum of nodes connected (default off: the
     /// client starts and nodes join as they come up).
     pub fn require_quorum(mut self, on: bool) -> Self {
-        self.require_quorum = on;
+        self.settings.require_quorum = on;
         self
     }
 
     /// Restart quarantine mode (default [`Quarantine::On`]): a node that restarted without
     /// durable writes is not counted until it has been up for `max_ttl + quarantine_margin`.
     pub fn quarantine(mut self, mode: Quarantine) -> Self {
-        self.quarantine = mode;
+        self.settings.quarantine = mode;
         self
     }
     /// Extra quarantine time beyond `max_ttl` (default 5 s).
     pub fn quarantine_margin(mut self, d: Duration) -> Self {
-        self.quarantine_margin = d;
+        self.settings.quarantine_margin = d;
         self
     }
     /// What to do with nodes whose eviction policy can remove lock keys (default
     /// [`EvictionCheck::Refuse`]).
     pub fn eviction_check(mut self, mode: EvictionCheck) -> Self {
-        self.eviction_check = mode;
+        self.settings.eviction_check = mode;
         self
     }
 
@@ -260,27 +236,13 @@ impl ClientBuilder {
         if self.nodes.is_empty() {
             return Err(Error::invalid("at least one node is required"));
         }
-        if !(self.drift_factor.is_finite() && (0.0..0.5).contains(&self.drift_factor)) {
-            return Err(Error::invalid("drift_factor must be a number in 0.0..0.5"));
-        }
-        if self.max_ttl.is_zero() || self.max_ttl > config::MAX_TTL_LIMIT {
-            return Err(Error::invalid(format!(
-                "max_ttl must be between 1 ms and {} ms (2^53 - 1)",
-                config::MAX_TTL_LIMIT.as_millis()
-            )));
-        }
-        if self.reprobe_every.is_zero() {
-            return Err(Error::invalid("reprobe_every must be positive"));
-        }
-        if self.connect_timeout.is_zero() {
-            return Err(Error::invalid("connect_timeout must be positive"));
-        }
+        self.settings.check()?;
         let mut targets: Vec<Target> = Vec::with_capacity(self.nodes.len());
         let mut warnings = Vec::new();
         for (i, spec) in self.nodes.iter().enumerate() {
             let target = match spec {
                 NodeSpec::Client(c) => Target::Single((**c).clone()),
-                NodeSpec::Url(url) => parse_url(i, url, self.connect_timeout)?,
+                NodeSpec::Url(url) => parse_url(i, url, self.settings.connect_timeout)?,
             };
             let servers = target.servers();
             let same = |t: &Target| t.servers().iter().any(|s| servers.contains(s));
@@ -298,12 +260,7 @@ impl ClientBuilder {
             }
             targets.push(target);
         }
-        let timing = Timing {
-            drift_factor: self.drift_factor,
-            drift_constant: self.drift_constant,
-            max_ttl: self.max_ttl,
-            quarantine_period: self.max_ttl.saturating_add(self.quarantine_margin),
-        };
+        let timing = self.settings.timing();
         timing.check(&self.defaults, self.defaults.get_ttl())?;
         Ok((timing, targets, warnings))
     }
@@ -325,12 +282,13 @@ impl ClientBuilder {
                 "Client::connect must run inside a tokio runtime (or use quorumlock::blocking)",
             )
         })?;
+        let s = self.settings;
         let checks = Arc::new(Checks {
-            connect_timeout: self.connect_timeout,
-            quarantine: self.quarantine,
+            connect_timeout: s.connect_timeout,
+            quarantine: s.quarantine,
             quarantine_period: timing.quarantine_period,
-            eviction: self.eviction_check,
-            reprobe_every: self.reprobe_every,
+            eviction: s.eviction_check,
+            reprobe_every: s.reprobe_every,
             warner: Warner::new(self.on_warning),
         });
         for w in warnings {
@@ -344,7 +302,7 @@ impl ClientBuilder {
             .collect();
         let connected = quorum::round(
             &nodes,
-            self.connect_timeout.saturating_mul(2),
+            s.connect_timeout.saturating_mul(2),
             Decide::All,
             |node| async move {
                 if !node.connect_once().await {
@@ -354,9 +312,7 @@ impl ClientBuilder {
             },
         )
         .await;
-        let notifier = self
-            .notify
-            .then(|| Arc::new(Notifier::new(&nodes, &runtime)));
+        let notifier = s.notify.then(|| Arc::new(Notifier::new(&nodes, &runtime)));
         let members = nodes
             .iter()
             .map(|n| Member {
@@ -368,17 +324,17 @@ impl ClientBuilder {
             nodes,
             members,
             timing,
-            prefix: self.key_prefix,
-            key_format: self.key_format,
+            prefix: s.key_prefix,
+            key_format: s.key_format,
             defaults: self.defaults,
             runtime,
             stats: ClientStats::default(),
-            notify: self.notify,
+            notify: s.notify,
             notifier,
             pid: std::process::id(),
         };
         let ok = connected.count(NodeKind::Ok);
-        if self.require_quorum && ok < inner.quorum() {
+        if s.require_quorum && ok < inner.quorum() {
             let report = connected.into_report();
             return Err(connect_error(&report, inner.quorum()));
         }

@@ -46,14 +46,18 @@ pub use cancel::CancelToken;
 pub use client::{Client, ClientBuilder};
 pub use clock::MonoTime;
 pub use config::{
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_CONSTANT, DEFAULT_DRIFT_FACTOR, DEFAULT_KEY_PREFIX,
-    DEFAULT_MAX_TTL, DEFAULT_QUARANTINE_MARGIN, DEFAULT_REPROBE_EVERY, DEFAULT_RETRY_COUNT,
-    DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER, DEFAULT_TTL, EvictionCheck, KeyFormat, LockOptions,
-    MAX_RESOURCE_LEN, MAX_TTL_LIMIT, Quarantine, default_node_timeout,
+    ClientSettings, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_CONSTANT, DEFAULT_DRIFT_FACTOR,
+    DEFAULT_KEY_PREFIX, DEFAULT_MAX_TTL, DEFAULT_QUARANTINE_MARGIN, DEFAULT_REPROBE_EVERY,
+    DEFAULT_RETRY_COUNT, DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER, DEFAULT_TTL, EvictionCheck,
+    KeyFormat, LockOptions, MAX_RESOURCE_LEN, MAX_TTL_LIMIT, OptionValue, Quarantine,
+    default_node_timeout,
 };
 pub use error::{Error, ErrorKind, LostReason, MAX_ATTEMPT_REPORTS, Result};
 pub use lock::{Lock, LostSignal};
 pub use metrics::{Histogram, LATENCY_BOUNDS_US, Metrics, NodeMetrics, OpMetrics};
+/// The one table of options (name, kind, range, default, meaning) and the by-name setters'
+/// values: `docs/options.md`.
+pub use quorumlock_proto::config::spec as options;
 pub use quorumlock_proto::value::{MIN_GIVEN_LEN, VALUE_BYTES};
 pub use report::{NodeCategory, NodeKind, NodeResult, Report};
 pub use warning::{Warning, WarningHook, WarningKind};

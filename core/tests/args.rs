@@ -76,7 +76,7 @@ async fn bad_acquire_arguments() {
         client
             .acquire_with(["r"], &o.clone().ttl(Duration::ZERO))
             .await,
-        "positive",
+        "ttl must be at least 1 ms",
     );
     invalid(
         client
@@ -139,7 +139,10 @@ async fn bad_extend_and_release_arguments() {
     let c = cluster(1);
     let client = client(&c).await;
     let lock = client.acquire(["r"]).await.unwrap();
-    invalid(lock.extend(Duration::ZERO).await, "positive");
+    invalid(
+        lock.extend(Duration::ZERO).await,
+        "ttl must be at least 1 ms",
+    );
     invalid(lock.extend(Duration::from_secs(120)).await, "max_ttl");
     assert!(lock.is_held(), "a refused extend leaves the lock alone");
     let fenced_given = opts(1_000).fenced(true).value("6f1c9a52-0d3e-4b8e-9a77");
@@ -175,7 +178,10 @@ fn blocking_api_works_and_refuses_runtime_threads() {
     lock.extend(Duration::from_secs(5)).unwrap();
     let report = lock.release().unwrap();
     assert_eq!(report.released_count(), 3, "{report}");
-    invalid(client.acquire_with(["b"], &opts(0)), "positive");
+    invalid(
+        client.acquire_with(["b"], &opts(0)),
+        "ttl must be at least 1 ms",
+    );
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

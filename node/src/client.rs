@@ -15,7 +15,7 @@ use crate::admin::{NodeInfoEntry, PingOutcome};
 use crate::error::{NativeError, join_error};
 use crate::lock::NativeLock;
 use crate::metrics::NativeMetrics;
-use crate::options::{NativeClientOptions, NativeLockOptions};
+use crate::options::NativeOptions;
 
 /// Runs `work` on quorumlock's shared runtime, where the client's connections live, and
 /// waits for it without blocking the event loop. A panic in `work` becomes `QL_INTERNAL`.
@@ -78,15 +78,16 @@ impl From<&quorumlock::Warning> for NativeWarning {
 type WarningCallback =
     ThreadsafeFunction<NativeWarning, UnknownReturnValue, NativeWarning, Status, false, true>;
 
-/// Validates the options and connects to the nodes (waiting at most `connectTimeoutMs`).
-/// Nodes not connected by then keep connecting in the background unless `requireQuorum`.
-/// `onWarning` receives each warning once per kind and node.
+/// Validates the configuration and connects to the nodes (waiting at most
+/// `connectTimeoutMs`). Nodes not connected by then keep connecting in the background unless
+/// `requireQuorum`. `onWarning` receives each warning once per kind and node.
 #[napi(catch_unwind)]
 pub async fn connect(
-    options: NativeClientOptions,
+    nodes: Vec<String>,
+    options: &NativeOptions,
     on_warning: Option<WarningCallback>,
 ) -> ConnectOutcome {
-    let builder = options.builder().map(|b| match on_warning {
+    let builder = options.builder(nodes).map(|b| match on_warning {
         Some(callback) => b.on_warning(move |w| {
             callback.call(
                 NativeWarning::from(w),
@@ -152,13 +153,13 @@ impl NativeClient {
     pub async fn acquire(
         &self,
         resources: Vec<Buffer>,
-        options: NativeLockOptions,
+        options: &NativeOptions,
         cancel: &CancelHandle,
     ) -> AcquireOutcome {
         let client = self.inner.clone();
         let token = cancel.token.clone();
         let resources: Vec<Vec<u8>> = resources.iter().map(|b| b.to_vec()).collect();
-        let result = match options.apply(client.lock_options().clone()) {
+        let result = match options.lock_options(client.lock_options().clone()) {
             Ok(opts) => {
                 on_runtime(
                     async move { client.acquire_cancellable(resources, &opts, &token).await },

@@ -42,24 +42,9 @@ pub struct NativeError {
     pub attempt_reports: Vec<Vec<NodeEntry>>,
 }
 
-/// The code of a kind; one arm per core kind. A kind added to core without an arm here maps
-/// to `QL_INTERNAL`, which the error-code test catches.
+/// The code of a kind: the engine's string (`ErrorKind::as_str`), never retyped here.
 pub(crate) fn code(kind: ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::Busy => "QL_BUSY",
-        ErrorKind::QuorumNotReached => "QL_QUORUM",
-        ErrorKind::ValidityTooShort => "QL_VALIDITY",
-        ErrorKind::Cancelled => "QL_CANCELLED",
-        ErrorKind::Lost => "QL_LOST",
-        ErrorKind::ExtensionLimit => "QL_EXT_LIMIT",
-        ErrorKind::InvalidArgument => "QL_INVALID",
-        ErrorKind::Connection => "QL_CONNECTION",
-        ErrorKind::Auth => "QL_AUTH",
-        ErrorKind::Script => "QL_SCRIPT",
-        ErrorKind::Misconfigured => "QL_MISCONFIGURED",
-        ErrorKind::Timeout => "QL_TIMEOUT",
-        _ => INTERNAL,
-    }
+    kind.as_str()
 }
 
 const INTERNAL: &str = "QL_INTERNAL";
@@ -95,11 +80,6 @@ impl From<&Error> for NativeError {
 }
 
 impl NativeError {
-    /// A `QL_INVALID` error for input the binding itself refuses (nothing was sent).
-    pub(crate) fn invalid(message: impl Into<String>) -> Self {
-        Self::bare("QL_INVALID", message.into())
-    }
-
     /// A `QL_INTERNAL` error: a panic in an engine task, or a runtime that cannot start.
     pub(crate) fn internal(message: impl Into<String>) -> Self {
         Self::bare(INTERNAL, message.into())

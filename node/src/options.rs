@@ -1,210 +1,166 @@
-//! Client and lock options: plain JS objects (checked by `index.js` first) to core builders.
-//! Durations are integer milliseconds.
+//! Client and lock options, driven by the engine's options table (`quorumlock::options`):
+//! `optionSpecs()` tells `index.js` each option's Node key and kind (it checks the types), and
+//! `parseOptions()` converts and checks the values with the engine, naming them by their Node
+//! keys. Durations are integer milliseconds.
 
 use std::time::Duration;
 
 use napi_derive::napi;
-use quorumlock::{ClientBuilder, EvictionCheck, KeyFormat, LockOptions, Quarantine};
+use quorumlock::options::{self, Kind, OptionSpec, Scope};
+use quorumlock::{ClientBuilder, ClientSettings, LockOptions, OptionValue};
 
 use crate::error::NativeError;
 
-/// Options of one acquisition; absent fields keep the client's defaults.
-#[napi(object)]
-#[derive(Default)]
-pub struct NativeLockOptions {
-    /// Lock time-to-live.
-    pub ttl_ms: Option<f64>,
-    /// Retries after the first attempt (4294967295 retries until `waitMs` or cancelled).
-    pub retry_count: Option<f64>,
-    /// Fixed part of the delay between attempts.
-    pub retry_delay_ms: Option<f64>,
-    /// Random part of the delay between attempts.
-    pub retry_jitter_ms: Option<f64>,
-    /// Total wait budget.
-    pub wait_ms: Option<f64>,
-    /// Minimum validity a successful attempt must leave.
-    pub min_validity_ms: Option<f64>,
-    /// Deadline of one request round on one node.
-    pub node_timeout_ms: Option<f64>,
-    /// Keep the lock alive in the background until released.
-    pub auto_extend: Option<bool>,
-    /// Interval of the auto-extension.
-    pub extend_interval_ms: Option<f64>,
-    /// Cap on the number of extensions.
-    pub max_extensions: Option<f64>,
-    /// Cap on the total holding time.
-    pub max_hold_ms: Option<f64>,
-    /// Return fencing tokens with the lock.
-    pub fenced: Option<bool>,
-    /// Let the fencing counters expire after this long without writes.
-    pub fence_counter_ttl_ms: Option<f64>,
+/// One option of the engine's table, as `index.js` needs it.
+#[napi(object, object_from_js = false)]
+pub struct OptionSpecEntry {
+    /// The engine's name (snake_case), e.g. `"ttl"`.
+    pub name: String,
+    /// The key in Node options objects, e.g. `"ttlMs"`.
+    pub key: String,
+    /// `"lock"` or `"client"`.
+    pub scope: String,
+    /// `"duration"` (milliseconds), `"count"`, `"number"`, `"flag"`, `"bytes"`, `"choice"` or
+    /// `"text"`.
+    pub unit: String,
+    /// Only per acquisition, not as a client default.
+    pub per_call: bool,
 }
 
-/// Options of a client.
-#[napi(object)]
-pub struct NativeClientOptions {
-    /// Node URLs: `redis://[user:password@]host:port[/db]`, `rediss://...`.
-    pub nodes: Vec<String>,
-    /// Drift factor (default 0.01).
-    pub drift_factor: Option<f64>,
-    /// Drift constant (default 2 ms).
-    pub drift_constant_ms: Option<f64>,
-    /// Upper bound of any TTL (default 60000 ms).
-    pub max_ttl_ms: Option<f64>,
-    /// How long connecting waits for the first connections (default 1000 ms).
-    pub connect_timeout_ms: Option<f64>,
-    /// Key prefix (default `quorumlock:`).
-    pub key_prefix: Option<String>,
-    /// Key format: `braced` (`<prefix>{<resource>}`, default) or `bare` (`<prefix><resource>`).
-    pub key_format: Option<String>,
-    /// Fail unless a quorum of nodes connected.
-    pub require_quorum: Option<bool>,
-    /// Restart quarantine: `on` (default), `strict` or `off`.
-    pub quarantine: Option<String>,
-    /// Extra time a fresh non-durable node stays out beyond the max TTL (default 5000 ms).
-    pub quarantine_margin_ms: Option<f64>,
-    /// Nodes whose eviction policy can remove lock keys: `refuse` (default), `warn`, `off`.
-    pub eviction_check: Option<String>,
-    /// Release notification (default true): a release wakes waiters at once instead of
-    /// after their retry delay.
-    pub notify: Option<bool>,
-    /// Default options of every acquisition.
-    pub lock: Option<NativeLockOptions>,
+/// Every lock option, then every client setting.
+#[napi(catch_unwind)]
+pub fn option_specs() -> Vec<OptionSpecEntry> {
+    options::LOCK_OPTIONS
+        .iter()
+        .chain(options::CLIENT_SETTINGS)
+        .map(|s| OptionSpecEntry {
+            name: s.name.to_owned(),
+            key: s.js_name(),
+            scope: match s.scope {
+                Scope::Lock => "lock",
+                Scope::Client => "client",
+            }
+            .to_owned(),
+            unit: s.kind.unit().to_owned(),
+            per_call: s.per_call,
+        })
+        .collect()
 }
 
-/// A whole, non-negative number below 2^53, or a `QL_INVALID` error naming the field.
-pub(crate) fn whole(name: &str, v: f64) -> Result<u64, NativeError> {
-    if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= 9_007_199_254_740_991.0 {
-        Ok(v as u64)
-    } else {
-        Err(NativeError::invalid(format!(
-            "{name} must be a whole number >= 0 (got {v})"
-        )))
+/// One option's value as `index.js` passes it (type-checked there): the engine's name and
+/// the value in the field its unit uses.
+#[napi(object)]
+pub struct NativeOption {
+    /// The engine's name.
+    pub name: String,
+    /// Durations (milliseconds), counts and numbers.
+    pub number: Option<f64>,
+    /// Flags.
+    pub flag: Option<bool>,
+    /// Choices, bytes and text.
+    pub text: Option<String>,
+}
+
+/// Options the engine has converted and checked, ready to apply.
+#[napi]
+pub struct NativeOptions {
+    entries: Vec<(&'static OptionSpec, OptionValue)>,
+}
+
+/// `{ value }` or `{ error }` of [`parse_options`].
+#[napi(object, object_from_js = false)]
+pub struct OptionsOutcome {
+    /// The checked options.
+    pub value: Option<NativeOptions>,
+    /// The engine's message about the first value out of range (`index.js` throws it as a
+    /// `RangeError` with code `QL_INVALID`).
+    pub error: Option<String>,
+}
+
+fn spec(name: &str) -> Option<&'static OptionSpec> {
+    options::lock_option(name).or_else(|| options::client_setting(name))
+}
+
+/// The engine's value of `o`.
+fn value(spec: &OptionSpec, o: NativeOption) -> OptionValue {
+    let number = o.number.unwrap_or(f64::NAN);
+    match spec.kind {
+        Kind::Duration { .. } => OptionValue::Millis(number),
+        Kind::Count | Kind::Ratio { .. } => OptionValue::Number(number),
+        Kind::Flag => OptionValue::Flag(o.flag.unwrap_or_default()),
+        Kind::Bytes => OptionValue::Bytes(o.text.unwrap_or_default().into_bytes()),
+        _ => OptionValue::Text(o.text.unwrap_or_default()),
     }
 }
 
-fn choice_error(name: &str, allowed: &str, got: &str) -> NativeError {
-    NativeError::invalid(format!("{name} must be one of {allowed} (got {got:?})"))
+impl NativeOptions {
+    fn parse(list: Vec<NativeOption>) -> quorumlock::Result<NativeOptions> {
+        let mut entries = Vec::with_capacity(list.len());
+        let (mut lock, mut client) = (LockOptions::default(), ClientSettings::default());
+        for o in list {
+            let Some(spec) = spec(&o.name) else {
+                return Err(quorumlock::Error::invalid(format!(
+                    "unknown option {:?}",
+                    o.name
+                )));
+            };
+            let v = value(spec, o);
+            match spec.scope {
+                Scope::Lock => lock.set_as(spec.name, &spec.js_name(), v.clone())?,
+                Scope::Client => client.set_as(spec.name, &spec.js_name(), v.clone())?,
+            }
+            entries.push((spec, v));
+        }
+        Ok(NativeOptions { entries })
+    }
+
+    /// These options' lock options over `base`.
+    pub(crate) fn lock_options(&self, mut base: LockOptions) -> Result<LockOptions, NativeError> {
+        for (spec, v) in &self.entries {
+            if spec.scope == Scope::Lock {
+                base.set_as(spec.name, &spec.js_name(), v.clone())
+                    .map_err(|e| NativeError::from(&e))?;
+            }
+        }
+        Ok(base)
+    }
+
+    /// A core builder for `nodes` with these options' client settings and default lock
+    /// options.
+    pub(crate) fn builder(&self, nodes: Vec<String>) -> Result<ClientBuilder, NativeError> {
+        let mut settings = ClientSettings::default();
+        for (spec, v) in &self.entries {
+            if spec.scope == Scope::Client {
+                settings
+                    .set_as(spec.name, &spec.js_name(), v.clone())
+                    .map_err(|e| NativeError::from(&e))?;
+            }
+        }
+        Ok(quorumlock::Client::builder()
+            .nodes(nodes)
+            .settings(settings)
+            .lock_options(self.lock_options(LockOptions::default())?))
+    }
 }
 
+/// Converts and checks options with the engine (nothing is sent); resolves to
+/// `{ value: NativeOptions }`, or `{ error }` with the engine's message.
+#[napi(catch_unwind)]
+pub fn parse_options(options: Vec<NativeOption>) -> OptionsOutcome {
+    match NativeOptions::parse(options) {
+        Ok(v) => OptionsOutcome {
+            value: Some(v),
+            error: None,
+        },
+        Err(e) => OptionsOutcome {
+            value: None,
+            error: Some(e.message().to_owned()),
+        },
+    }
+}
+
+/// A duration in milliseconds that is not an option (the ttl of an extend), converted by the
+/// engine's rules; a `QL_INVALID` error naming it otherwise.
 pub(crate) fn millis(name: &str, v: f64) -> Result<Duration, NativeError> {
-    whole(name, v).map(Duration::from_millis)
-}
-
-fn count(name: &str, v: f64) -> Result<u32, NativeError> {
-    u32::try_from(whole(name, v)?)
-        .map_err(|_| NativeError::invalid(format!("{name} must be at most 4294967295")))
-}
-
-impl NativeLockOptions {
-    /// These options over `base`.
-    pub(crate) fn apply(&self, mut o: LockOptions) -> Result<LockOptions, NativeError> {
-        let ms = |name, v: Option<f64>| v.map(|v| millis(name, v)).transpose();
-        if let Some(d) = ms("ttlMs", self.ttl_ms)? {
-            o = o.ttl(d);
-        }
-        if let Some(n) = self
-            .retry_count
-            .map(|v| count("retryCount", v))
-            .transpose()?
-        {
-            o = o.retry_count(n);
-        }
-        if let Some(d) = ms("retryDelayMs", self.retry_delay_ms)? {
-            o = o.retry_delay(d);
-        }
-        if let Some(d) = ms("retryJitterMs", self.retry_jitter_ms)? {
-            o = o.retry_jitter(d);
-        }
-        if let Some(d) = ms("waitMs", self.wait_ms)? {
-            o = o.wait(d);
-        }
-        if let Some(d) = ms("minValidityMs", self.min_validity_ms)? {
-            o = o.min_validity(d);
-        }
-        if let Some(d) = ms("nodeTimeoutMs", self.node_timeout_ms)? {
-            o = o.node_timeout(d);
-        }
-        if let Some(on) = self.auto_extend {
-            o = o.auto_extend(on);
-        }
-        if let Some(d) = ms("extendIntervalMs", self.extend_interval_ms)? {
-            o = o.extend_interval(d);
-        }
-        if let Some(n) = self
-            .max_extensions
-            .map(|v| count("maxExtensions", v))
-            .transpose()?
-        {
-            o = o.max_extensions(n);
-        }
-        if let Some(d) = ms("maxHoldMs", self.max_hold_ms)? {
-            o = o.max_hold(d);
-        }
-        if let Some(on) = self.fenced {
-            o = o.fenced(on);
-        }
-        if let Some(d) = ms("fenceCounterTtlMs", self.fence_counter_ttl_ms)? {
-            o = o.fence_counter_ttl(d);
-        }
-        Ok(o)
-    }
-}
-
-impl NativeClientOptions {
-    /// The core builder for these options.
-    pub(crate) fn builder(&self) -> Result<ClientBuilder, NativeError> {
-        let mut b = quorumlock::Client::builder().nodes(self.nodes.iter().cloned());
-        if let Some(d) = self.drift_factor {
-            b = b.drift_factor(d);
-        }
-        if let Some(v) = self.drift_constant_ms {
-            b = b.drift_constant(millis("driftConstantMs", v)?);
-        }
-        if let Some(v) = self.max_ttl_ms {
-            b = b.max_ttl(millis("maxTtlMs", v)?);
-        }
-        if let Some(v) = self.connect_timeout_ms {
-            b = b.connect_timeout(millis("connectTimeoutMs", v)?);
-        }
-        if let Some(p) = &self.key_prefix {
-            b = b.key_prefix(p);
-        }
-        if let Some(f) = &self.key_format {
-            b = b.key_format(match f.as_str() {
-                "braced" => KeyFormat::Braced,
-                "bare" => KeyFormat::Bare,
-                _ => return Err(choice_error("keyFormat", "'braced', 'bare'", f)),
-            });
-        }
-        if let Some(on) = self.require_quorum {
-            b = b.require_quorum(on);
-        }
-        if let Some(q) = &self.quarantine {
-            b = b.quarantine(match q.as_str() {
-                "on" => Quarantine::On,
-                "strict" => Quarantine::Strict,
-                "off" => Quarantine::Off,
-                _ => return Err(choice_error("quarantine", "'on', 'strict', 'off'", q)),
-            });
-        }
-        if let Some(v) = self.quarantine_margin_ms {
-            b = b.quarantine_margin(millis("quarantineMarginMs", v)?);
-        }
-        if let Some(e) = &self.eviction_check {
-            b = b.eviction_check(match e.as_str() {
-                "refuse" => EvictionCheck::Refuse,
-                "warn" => EvictionCheck::Warn,
-                "off" => EvictionCheck::Off,
-                _ => return Err(choice_error("evictionCheck", "'refuse', 'warn', 'off'", e)),
-            });
-        }
-        if let Some(on) = self.notify {
-            b = b.notify(on);
-        }
-        if let Some(lock) = &self.lock {
-            b = b.lock_options(lock.apply(LockOptions::default())?);
-        }
-        Ok(b)
-    }
+    options::to_duration(name, &OptionValue::Millis(v)).map_err(|e| NativeError::from(&e))
 }

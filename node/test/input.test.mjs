@@ -56,6 +56,29 @@ test('out-of-range numbers are RangeErrors', async () => {
   assert.deepEqual(await valuesOn(cluster, client.key('r').toString()), [null, null, null])
 })
 
+test('range errors are the engine checks: its message, by Node key, and code QL_INVALID', async () => {
+  const engine = (pattern) => (e) => e instanceof RangeError && e.code === 'QL_INVALID' && pattern.test(e.message)
+  await assert.rejects(client.acquire('r', { ttlMs: 0 }), engine(/^ttlMs must be at least 1 ms \(got 0 ms\)$/))
+  await assert.rejects(client.acquire('r', { retryCount: 0.5 }), engine(/^retryCount must be a whole number/))
+  await assert.rejects(client.acquire('r', { value: 'short' }), engine(/16 printable/))
+  assert.throws(() => new Client({ nodes: cluster.urls, quarantine: 'maybe' }), engine(/^quarantine must be one of on, strict, off/))
+  assert.throws(() => new Client({ nodes: cluster.urls, reprobeEveryMs: 0 }), engine(/^reprobeEveryMs must be at least 1 ms/))
+  // Every option of the engine's table is accepted, with its Node key.
+  const all = await Client.connect({ nodes: cluster.urls, driftConstantMs: 3, reprobeEveryMs: 30000, quarantineMarginMs: 0, nodeTimeoutMs: 250, retryCount: Infinity, waitMs: 5000 })
+  await (await all.acquire('all-options', { retryCount: 0 })).release()
+  await all.close()
+})
+
+test('a given lock value, per acquisition only', async () => {
+  const value = 'my-own-value-0123456789'
+  const lock = await client.acquire('given', { ttlMs: 2000, value })
+  assert.equal(lock.value, value)
+  assert.deepEqual(await valuesOn(cluster, client.key('given').toString()), [value, value, value])
+  await lock.release()
+  await assert.rejects(client.acquire('given', { value: 42 }), TypeError)
+  assert.throws(() => new Client({ nodes: cluster.urls, value }), (e) => e instanceof TypeError && /value/.test(e.message))
+})
+
 test('values the engine refuses are QL_INVALID errors', async () => {
   const invalid = (e) => e instanceof QuorumlockError && e.code === 'QL_INVALID' && e.attempts === 0
   await assert.rejects(client.acquire([]), invalid)

@@ -1,9 +1,58 @@
 //! Configuration: client-wide settings, per-lock options, their defaults and their checks
-//! (REDLOCK.md §11).
+//! (REDLOCK.md §11). Every option is declared once, in [`spec`]: its name, kind, range, default
+//! and meaning; bindings parse options by iterating that table and apply them by name
+//! ([`LockOptions::set`], [`ClientSettings::set`]), and the engine checks every value against it
+//! ([`LockOptions::check`], [`ClientSettings::check`]) wherever the value came from.
 
+use std::fmt;
+use std::str::FromStr;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+
+pub mod spec;
+
+pub use spec::{OptionSpec, OptionValue, Value};
+
+/// `ALL`, `NAMES`, `as_str`, `Display` and `FromStr` of a setting with a fixed set of
+/// spellings. The spellings are the setting's values in every binding, the CLI and config
+/// files; `FromStr` refuses any other one with the message every surface shows.
+macro_rules! choices {
+    ($ty:ident, $setting:literal, [$($variant:ident => $name:literal),+ $(,)?]) => {
+        impl $ty {
+            /// Every mode, in the order of [`Self::NAMES`] (also the order of the C constants).
+            pub const ALL: &'static [$ty] = &[$($ty::$variant),+];
+            /// The spellings, in the order of [`Self::ALL`].
+            pub const NAMES: &'static [&'static str] = &[$($name),+];
+
+            /// The spelling of this mode.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $name),+
+                }
+            }
+        }
+
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $ty {
+            type Err = Error;
+
+            /// The mode spelled `s` (exactly, lowercase).
+            fn from_str(s: &str) -> Result<Self> {
+                Self::ALL
+                    .iter()
+                    .copied()
+                    .find(|m| m.as_str() == s)
+                    .ok_or_else(|| spec::choice_error($setting, Self::NAMES, s))
+            }
+        }
+    };
+}
 
 /// Default lock time-to-live.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(10);
@@ -49,6 +98,8 @@ pub enum KeyFormat {
     Bare,
 }
 
+choices!(KeyFormat, "key_format", [Braced => "braced", Bare => "bare"]);
+
 impl KeyFormat {
     /// The Redis key of `resource` under `prefix` (REDLOCK.md §2.1).
     pub fn key(self, prefix: &[u8], resource: &[u8]) -> Vec<u8> {
@@ -81,6 +132,8 @@ pub enum Quarantine {
     Off,
 }
 
+choices!(Quarantine, "quarantine", [On => "on", Strict => "strict", Off => "off"]);
+
 /// What to do with a node whose eviction policy can remove lock keys (REDLOCK.md §8.3).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -92,6 +145,81 @@ pub enum EvictionCheck {
     Warn,
     /// Skip the check.
     Off,
+}
+
+choices!(EvictionCheck, "eviction_check", [Refuse => "refuse", Warn => "warn", Off => "off"]);
+
+/// Client-wide settings: the timing every client of the same nodes must agree on, how
+/// resource names become keys, and how nodes are checked. The fields are described in
+/// [`spec::CLIENT_SETTINGS`] (and `docs/options.md`); [`ClientSettings::check`] validates them.
+///
+/// ```
+/// use std::time::Duration;
+/// use quorumlock_proto::config::{ClientSettings, OptionValue};
+/// let mut s = ClientSettings::default();
+/// s.max_ttl = Duration::from_secs(120);
+/// s.set("quarantine", OptionValue::Text("strict".into())).unwrap();
+/// assert!(s.set("drift_factor", OptionValue::Number(0.7)).is_err());
+/// assert!(s.check().is_ok());
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ClientSettings {
+    /// Drift factor `d`, in `0.0..0.5`.
+    pub drift_factor: f64,
+    /// Drift constant `c`.
+    pub drift_constant: Duration,
+    /// Upper bound for any TTL; every client of the same nodes must agree.
+    pub max_ttl: Duration,
+    /// How long connecting waits for the first connections.
+    pub connect_timeout: Duration,
+    /// How often a connection's settings are read again (REDLOCK.md §8.2).
+    pub reprobe_every: Duration,
+    /// Key prefix.
+    pub key_prefix: Vec<u8>,
+    /// How resource names become keys.
+    pub key_format: KeyFormat,
+    /// Fail connecting unless a quorum of nodes connected.
+    pub require_quorum: bool,
+    /// Restart quarantine mode.
+    pub quarantine: Quarantine,
+    /// Extra quarantine time beyond `max_ttl`.
+    pub quarantine_margin: Duration,
+    /// What to do with nodes whose eviction policy can remove lock keys.
+    pub eviction_check: EvictionCheck,
+    /// Release notification (REDLOCK.md §9).
+    pub notify: bool,
+}
+
+impl Default for ClientSettings {
+    fn default() -> Self {
+        Self {
+            drift_factor: DEFAULT_DRIFT_FACTOR,
+            drift_constant: DEFAULT_DRIFT_CONSTANT,
+            max_ttl: DEFAULT_MAX_TTL,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            reprobe_every: DEFAULT_REPROBE_EVERY,
+            key_prefix: DEFAULT_KEY_PREFIX.as_bytes().to_vec(),
+            key_format: KeyFormat::default(),
+            require_quorum: false,
+            quarantine: Quarantine::default(),
+            quarantine_margin: DEFAULT_QUARANTINE_MARGIN,
+            eviction_check: EvictionCheck::default(),
+            notify: true,
+        }
+    }
+}
+
+impl ClientSettings {
+    /// The timing these settings give; check them first ([`check`](Self::check)).
+    pub fn timing(&self) -> Timing {
+        Timing {
+            drift_factor: self.drift_factor,
+            drift_constant: self.drift_constant,
+            max_ttl: self.max_ttl,
+            quarantine_period: self.max_ttl.saturating_add(self.quarantine_margin),
+        }
+    }
 }
 
 /// Options of one acquisition. Start from [`LockOptions::default`] (or a client's defaults,
@@ -350,23 +478,27 @@ impl Timing {
         Duration::from_micros(us as u64).saturating_add(self.drift_constant)
     }
 
-    /// Validates `ttl` and the options against these settings; returns the TTL in whole
-    /// milliseconds.
+    /// Validates `ttl`, the options (each against its range, [`LockOptions::check`]), and the
+    /// options against these settings; returns the TTL in whole milliseconds.
     ///
     /// # Errors
     /// `InvalidArgument` naming the first bad setting.
     pub fn check(&self, opts: &LockOptions, ttl: Duration) -> Result<u64> {
-        if ttl.is_zero() || !ttl.subsec_nanos().is_multiple_of(1_000_000) {
-            return Err(Error::invalid(format!(
-                "ttl must be a positive whole number of milliseconds (got {ttl:?})"
-            )));
-        }
+        // Above max_ttl first: that message says what to change (max_ttl is at most the
+        // ttl's absolute limit, so this also covers it).
         if ttl > self.max_ttl {
             return Err(Error::invalid(format!(
                 "ttl {ttl:?} exceeds max_ttl {:?}; raise the max_ttl setting (the same on every client of these nodes) or use a shorter ttl",
                 self.max_ttl
             )));
         }
+        spec::TTL.check(spec::TTL.name, &Value::Duration(ttl))?;
+        if !ttl.subsec_nanos().is_multiple_of(1_000_000) {
+            return Err(Error::invalid(format!(
+                "ttl must be a whole number of milliseconds (got {ttl:?})"
+            )));
+        }
+        opts.check()?;
         let floor = self
             .drift(ttl)
             .saturating_add(opts.effective_min_validity(ttl));
@@ -377,9 +509,6 @@ impl Timing {
                 opts.effective_min_validity(ttl)
             )));
         }
-        if opts.effective_node_timeout(ttl).is_zero() {
-            return Err(Error::invalid("node_timeout must be positive"));
-        }
         if let Some(c) = opts.fence_counter_ttl
             && c < self.quarantine_period
         {
@@ -388,16 +517,10 @@ impl Timing {
                 self.quarantine_period
             )));
         }
-        if let Some(v) = &opts.value {
-            crate::value::check_given(v)?;
-            if opts.fenced {
-                return Err(Error::invalid(
-                    "a fenced lock needs a fresh value per attempt: the token guarantee rests on it (REDLOCK.md §7.6); drop the given value or the fencing",
-                ));
-            }
-        }
-        if opts.auto_extend && opts.effective_extend_interval(ttl).is_zero() {
-            return Err(Error::invalid("extend_interval must be positive"));
+        if opts.value.is_some() && opts.fenced {
+            return Err(Error::invalid(
+                "a fenced lock needs a fresh value per attempt: the token guarantee rests on it (REDLOCK.md §7.6); drop the given value or the fencing",
+            ));
         }
         u64::try_from(ttl.as_millis()).map_err(|_| Error::invalid("ttl is too large"))
     }

@@ -210,6 +210,40 @@ impl fmt::Display for NodeKind {
     }
 }
 
+impl NodeCategory {
+    /// Every category.
+    pub const ALL: &'static [NodeCategory] = &[
+        Self::Vote,
+        Self::Timeout,
+        Self::Connection,
+        Self::Auth,
+        Self::Script,
+        Self::Misconfigured,
+        Self::Quarantined,
+        Self::Server,
+    ];
+
+    /// The stable name, e.g. `"Vote"` (Node's `category` of a report entry).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Vote => "Vote",
+            Self::Timeout => "Timeout",
+            Self::Connection => "Connection",
+            Self::Auth => "Auth",
+            Self::Script => "Script",
+            Self::Misconfigured => "Misconfigured",
+            Self::Quarantined => "Quarantined",
+            Self::Server => "Server",
+        }
+    }
+}
+
+impl fmt::Display for NodeCategory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The outcome of one operation on one node.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -292,5 +326,28 @@ impl fmt::Display for Report {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_and_categories_have_distinct_stable_names() {
+        let mut names: Vec<&str> = NodeKind::ALL.iter().map(|k| k.as_str()).collect();
+        let codes: Vec<u32> = NodeKind::ALL.iter().map(|k| k.code()).collect();
+        assert_eq!(codes, (0..=24).collect::<Vec<_>>());
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), NodeKind::ALL.len());
+        for &k in NodeKind::ALL {
+            assert!(NodeCategory::ALL.contains(&k.category()), "{k}");
+        }
+        let mut categories: Vec<&str> = NodeCategory::ALL.iter().map(|c| c.as_str()).collect();
+        categories.sort_unstable();
+        categories.dedup();
+        assert_eq!(categories.len(), NodeCategory::ALL.len());
+        assert_eq!(NodeCategory::Vote.to_string(), "Vote");
     }
 }

@@ -1,6 +1,7 @@
-//! Keyword arguments to core settings: float seconds become `Duration`s, counts become `u32`.
-//! Wrong types raise `TypeError`, bad values `InvalidArgument` (a `ValueError`), before
-//! anything is sent.
+//! Keyword arguments to core settings, driven by the engine's options table
+//! (`quorumlock::options`): a keyword is an option's name; its kind says which Python types it
+//! takes (a wrong type raises `TypeError`); the engine converts and checks the value (a value
+//! out of range raises `InvalidArgument`, a `ValueError`) before anything is sent.
 
 use std::time::Duration;
 
@@ -8,31 +9,32 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
-use quorumlock::{ClientBuilder, EvictionCheck, KeyFormat, LockOptions, Quarantine};
+use quorumlock::options::{self, Kind, OptionSpec};
+use quorumlock::{ClientBuilder, ClientSettings, LockOptions, OptionValue};
 
-use crate::error::invalid;
+use crate::error::ResultExt;
 
-/// Float (or int) seconds, finite and not negative, or a `datetime.timedelta` (exact to the
-/// microsecond, also for durations too long for a float to hold every millisecond). `bool` is
-/// refused although it is an `int`.
-pub(crate) fn seconds(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Duration> {
+/// Float (or int) seconds, or a `datetime.timedelta` (exact to the microsecond, also for
+/// durations too long for a float to hold every millisecond), as the engine's value; `bool`
+/// is refused although it is an `int`.
+fn seconds_value(name: &str, v: &Bound<'_, PyAny>) -> PyResult<OptionValue> {
     let number = !v.is_instance_of::<PyBool>()
         && (v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>());
-    if !number {
-        return timedelta(name, v);
+    if number {
+        return Ok(OptionValue::Seconds(v.extract()?));
     }
-    let secs: f64 = v.extract()?;
-    if !secs.is_finite() || secs < 0.0 {
-        return Err(invalid(format!(
-            "{name} must be a finite, non-negative number of seconds (got {secs})"
-        )));
-    }
-    Duration::try_from_secs_f64(secs)
-        .map_err(|_| invalid(format!("{name} is too large (got {secs} s)")))
+    timedelta(name, v)
 }
 
-/// A `datetime.timedelta` as a `Duration`; `TypeError` for any other type.
-fn timedelta(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Duration> {
+/// A duration argument that is not an option (a timeout, the ttl of an extend): converted by
+/// the engine's rules for durations.
+pub(crate) fn seconds(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Duration> {
+    options::to_duration(name, &seconds_value(name, v)?).or_raise()
+}
+
+/// A `datetime.timedelta` as the engine's value (a negative one as its negative seconds,
+/// which the engine refuses); `TypeError` for any other type.
+fn timedelta(name: &str, v: &Bound<'_, PyAny>) -> PyResult<OptionValue> {
     static TIMEDELTA: PyOnceLock<Py<PyType>> = PyOnceLock::new();
     if !v.is_instance(TIMEDELTA.import(v.py(), "datetime", "timedelta")?)? {
         return Err(PyTypeError::new_err(format!(
@@ -43,29 +45,42 @@ fn timedelta(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Duration> {
     let part = |field: &str| -> PyResult<i64> { v.getattr(field)?.extract() };
     let (days, secs, micros) = (part("days")?, part("seconds")?, part("microseconds")?);
     if days < 0 {
-        return Err(invalid(format!(
-            "{name} must not be negative (got {})",
-            v.str()?
-        )));
+        return Ok(OptionValue::Seconds(
+            v.call_method0("total_seconds")?.extract()?,
+        ));
     }
     // days <= 999_999_999, so the seconds fit u64; the parts are normalized (secs < 86400).
     let whole = u64::try_from(days * 86_400 + secs).unwrap_or(0);
     let micros = u64::try_from(micros).unwrap_or(0);
-    Ok(Duration::from_secs(whole) + Duration::from_micros(micros))
+    Ok(OptionValue::Duration(
+        Duration::from_secs(whole) + Duration::from_micros(micros),
+    ))
 }
 
-/// A non-negative integer that fits `u32`.
-fn count(name: &str, v: &Bound<'_, PyAny>) -> PyResult<u32> {
+/// An `int` (not `bool`), as a number for the engine's range check.
+fn count(name: &str, v: &Bound<'_, PyAny>) -> PyResult<OptionValue> {
     if v.is_instance_of::<PyBool>() || !v.is_instance_of::<PyInt>() {
         return Err(PyTypeError::new_err(format!(
             "{name} must be an int, not {}",
             v.get_type().name()?
         )));
     }
-    let n: i128 = v
-        .extract()
-        .map_err(|_| invalid(format!("{name} is out of range")))?;
-    u32::try_from(n).map_err(|_| invalid(format!("{name} must be in 0..=4294967295 (got {n})")))
+    // Beyond i128 it is far out of range anyway; NaN makes the engine say so.
+    let n = v.extract::<i128>().map_or(f64::NAN, |n| n as f64);
+    Ok(OptionValue::Number(n))
+}
+
+/// An `int` or `float` (not `bool`).
+fn number(name: &str, v: &Bound<'_, PyAny>) -> PyResult<OptionValue> {
+    let ok = !v.is_instance_of::<PyBool>()
+        && (v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>());
+    if !ok {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be a float, not {}",
+            v.get_type().name()?
+        )));
+    }
+    Ok(OptionValue::Number(v.extract()?))
 }
 
 fn flag(name: &str, v: &Bound<'_, PyAny>) -> PyResult<bool> {
@@ -86,33 +101,35 @@ pub(crate) fn text(name: &str, v: &Bound<'_, PyAny>) -> PyResult<String> {
     Ok(s.to_str()?.to_owned())
 }
 
+/// The engine's value of keyword `name` for an option of this kind; `TypeError` for a type
+/// the kind does not take.
+fn value(spec: &OptionSpec, name: &str, v: &Bound<'_, PyAny>) -> PyResult<OptionValue> {
+    Ok(match spec.kind {
+        Kind::Duration { .. } => seconds_value(name, v)?,
+        Kind::Count => count(name, v)?,
+        Kind::Ratio { .. } => number(name, v)?,
+        Kind::Flag => OptionValue::Flag(flag(name, v)?),
+        Kind::Bytes => OptionValue::Bytes(name_bytes(name, v)?),
+        _ => OptionValue::Text(text(name, v)?),
+    })
+}
+
+/// Python's spelling of `retry_count = 4294967295`: retry until the wait budget is spent or
+/// the call is cancelled.
+const RETRY_FOREVER: &str = "retry_forever";
+
 /// Applies one lock option; `Ok(false)` when `key` is not a lock option.
 fn lock_option(opts: &mut LockOptions, key: &str, v: &Bound<'_, PyAny>) -> PyResult<bool> {
-    let o = opts.clone();
-    *opts = match key {
-        "ttl" => o.ttl(seconds(key, v)?),
-        "retry_count" => o.retry_count(count(key, v)?),
-        "retry_forever" => {
-            if flag(key, v)? {
-                o.retry_forever()
-            } else {
-                o
-            }
+    if key == RETRY_FOREVER {
+        if flag(key, v)? {
+            *opts = opts.clone().retry_forever();
         }
-        "retry_delay" => o.retry_delay(seconds(key, v)?),
-        "retry_jitter" => o.retry_jitter(seconds(key, v)?),
-        "wait" => o.wait(seconds(key, v)?),
-        "min_validity" => o.min_validity(seconds(key, v)?),
-        "node_timeout" => o.node_timeout(seconds(key, v)?),
-        "auto_extend" => o.auto_extend(flag(key, v)?),
-        "extend_interval" => o.extend_interval(seconds(key, v)?),
-        "max_extensions" => o.max_extensions(count(key, v)?),
-        "max_hold" => o.max_hold(seconds(key, v)?),
-        "fenced" => o.fenced(flag(key, v)?),
-        "fence_counter_ttl" => o.fence_counter_ttl(seconds(key, v)?),
-        "value" => o.value(text(key, v)?),
-        _ => return Ok(false),
+        return Ok(true);
+    }
+    let Some(spec) = options::lock_option(key) else {
+        return Ok(false);
     };
+    opts.set(key, value(spec, key, v)?).or_raise()?;
     Ok(true)
 }
 
@@ -138,16 +155,7 @@ pub(crate) fn lock_options(
 /// Everything needed to build a client again (after `fork()`).
 pub(crate) struct ClientConfig {
     urls: Vec<String>,
-    drift_factor: Option<f64>,
-    max_ttl: Option<Duration>,
-    connect_timeout: Option<Duration>,
-    key_prefix: Option<Vec<u8>>,
-    key_format: Option<KeyFormat>,
-    require_quorum: bool,
-    quarantine: Option<Quarantine>,
-    quarantine_margin: Option<Duration>,
-    eviction_check: Option<EvictionCheck>,
-    notify: bool,
+    settings: ClientSettings,
     defaults: LockOptions,
 }
 
@@ -176,49 +184,19 @@ impl ClientConfig {
         }
         let mut cfg = ClientConfig {
             urls,
-            drift_factor: None,
-            max_ttl: None,
-            connect_timeout: None,
-            key_prefix: None,
-            key_format: None,
-            require_quorum: false,
-            quarantine: None,
-            quarantine_margin: None,
-            eviction_check: None,
-            notify: true,
+            settings: ClientSettings::default(),
             defaults: LockOptions::default(),
         };
         for (k, v) in kwargs.into_iter().flat_map(|d| d.iter()) {
             let key: String = k.extract()?;
-            match key.as_str() {
-                "drift_factor" => {
-                    if v.is_instance_of::<PyBool>() {
-                        return Err(PyTypeError::new_err("drift_factor must be a float"));
-                    }
-                    cfg.drift_factor = Some(
-                        v.extract()
-                            .map_err(|_| PyTypeError::new_err("drift_factor must be a float"))?,
-                    );
-                }
-                "max_ttl" => cfg.max_ttl = Some(seconds(&key, &v)?),
-                "connect_timeout" => cfg.connect_timeout = Some(seconds(&key, &v)?),
-                "key_prefix" => cfg.key_prefix = Some(name_bytes("key_prefix", &v)?),
-                "key_format" => cfg.key_format = Some(key_format(&v)?),
-                "require_quorum" => cfg.require_quorum = flag(&key, &v)?,
-                "quarantine" => cfg.quarantine = Some(quarantine(&v)?),
-                "quarantine_margin" => cfg.quarantine_margin = Some(seconds(&key, &v)?),
-                "eviction_check" => cfg.eviction_check = Some(eviction_check(&v)?),
-                "notify" => cfg.notify = flag(&key, &v)?,
-                "value" => {
-                    return Err(PyTypeError::new_err(
-                        "value is a lock option (acquire, lock), not a client setting",
-                    ));
-                }
-                _ => {
-                    if !lock_option(&mut cfg.defaults, &key, &v)? {
-                        return Err(unexpected(&key));
-                    }
-                }
+            if let Some(spec) = options::client_setting(&key) {
+                cfg.settings.set(&key, value(spec, &key, &v)?).or_raise()?;
+            } else if options::lock_option(&key).is_some_and(|s| s.per_call) {
+                return Err(PyTypeError::new_err(format!(
+                    "{key} is a lock option (acquire, lock), not a client setting"
+                )));
+            } else if !lock_option(&mut cfg.defaults, &key, &v)? {
+                return Err(unexpected(&key));
             }
         }
         Ok(cfg)
@@ -226,83 +204,12 @@ impl ClientConfig {
 
     /// A core builder with these settings.
     pub(crate) fn builder(&self) -> ClientBuilder {
-        let mut b = quorumlock::Client::builder()
+        quorumlock::Client::builder()
             .nodes(self.urls.iter().cloned())
+            .settings(self.settings.clone())
             .lock_options(self.defaults.clone())
-            .require_quorum(self.require_quorum)
-            .notify(self.notify)
-            .on_warning(crate::warning::forward);
-        if let Some(d) = self.drift_factor {
-            b = b.drift_factor(d);
-        }
-        if let Some(d) = self.max_ttl {
-            b = b.max_ttl(d);
-        }
-        if let Some(d) = self.connect_timeout {
-            b = b.connect_timeout(d);
-        }
-        if let Some(p) = &self.key_prefix {
-            b = b.key_prefix(p);
-        }
-        if let Some(f) = self.key_format {
-            b = b.key_format(f);
-        }
-        if let Some(q) = self.quarantine {
-            b = b.quarantine(q);
-        }
-        if let Some(d) = self.quarantine_margin {
-            b = b.quarantine_margin(d);
-        }
-        if let Some(e) = self.eviction_check {
-            b = b.eviction_check(e);
-        }
-        b
+            .on_warning(crate::warning::forward)
     }
-}
-
-/// One of `names` (a `str`), as its index.
-fn choice(what: &str, v: &Bound<'_, PyAny>, names: &[&str]) -> PyResult<usize> {
-    let Ok(s) = v.cast::<PyString>() else {
-        return Err(PyTypeError::new_err(format!(
-            "{what} must be a str, not {}",
-            v.get_type().name()?
-        )));
-    };
-    let s = s.to_str()?;
-    names.iter().position(|n| *n == s).ok_or_else(|| {
-        invalid(format!(
-            "{what} must be one of {} (got {s:?})",
-            names.join(", ")
-        ))
-    })
-}
-
-/// `"on"`, `"strict"` or `"off"`.
-fn quarantine(v: &Bound<'_, PyAny>) -> PyResult<Quarantine> {
-    Ok(match choice("quarantine", v, &["on", "strict", "off"])? {
-        0 => Quarantine::On,
-        1 => Quarantine::Strict,
-        _ => Quarantine::Off,
-    })
-}
-
-/// `"braced"` (`<prefix>{<name>}`) or `"bare"` (`<prefix><name>`).
-fn key_format(v: &Bound<'_, PyAny>) -> PyResult<KeyFormat> {
-    Ok(match choice("key_format", v, &["braced", "bare"])? {
-        0 => KeyFormat::Braced,
-        _ => KeyFormat::Bare,
-    })
-}
-
-/// `"refuse"`, `"warn"` or `"off"`.
-fn eviction_check(v: &Bound<'_, PyAny>) -> PyResult<EvictionCheck> {
-    Ok(
-        match choice("eviction_check", v, &["refuse", "warn", "off"])? {
-            0 => EvictionCheck::Refuse,
-            1 => EvictionCheck::Warn,
-            _ => EvictionCheck::Off,
-        },
-    )
 }
 
 /// A `str` (UTF-8) or `bytes` value.

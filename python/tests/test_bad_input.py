@@ -94,6 +94,33 @@ def test_bad_client_config(nodes: object, options: dict, expected: type):
         quorumlock.Client(nodes, **options)
 
 
+def test_range_errors_come_from_the_engine_with_one_message_format(client: quorumlock.Client):
+    with pytest.raises(quorumlock.InvalidArgument, match=r"ttl must be at least 1 ms \(got 0 ms\)"):
+        client.acquire("bad:range", ttl=0)
+    with pytest.raises(quorumlock.InvalidArgument, match="retry_count must be a whole number"):
+        client.acquire("bad:range", ttl=1.0, retry_count=-1)
+    with pytest.raises(
+        quorumlock.InvalidArgument, match="quarantine must be one of on, strict, off"
+    ):
+        quorumlock.Client(["redis://127.0.0.1:1"], quarantine="maybe")
+    with pytest.raises(quorumlock.InvalidArgument, match="reprobe_every must be at least 1 ms"):
+        quorumlock.Client(["redis://127.0.0.1:1"], reprobe_every=0)
+    with pytest.raises(TypeError, match="drift_constant"):
+        quorumlock.Client(["redis://127.0.0.1:1"], drift_constant="2ms")
+
+
+def test_every_option_of_the_engine_table_is_a_keyword(cluster: Cluster):
+    client = quorumlock.Client(
+        cluster.urls,
+        drift_constant=0.003,
+        reprobe_every=30.0,
+        quarantine_margin=0,
+        node_timeout=0.25,
+        retry_count=0,
+    )
+    client.acquire("all-options").release()
+
+
 def test_unreachable_nodes_give_quorum_not_reached():
     client = quorumlock.Client(
         ["redis://127.0.0.1:1", "redis://127.0.0.1:2", "redis://127.0.0.1:3"],

@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::time::Duration;
 
-use quorumlock::{EvictionCheck, KeyFormat, Quarantine, blocking};
+use quorumlock::{ClientSettings, EvictionCheck, KeyFormat, Quarantine, blocking};
 
 use crate::error::{Error, QlResult};
 use crate::ffi::{self, OnWarning, Out, WarningCallback};
@@ -14,17 +14,8 @@ use crate::panic::ffi_panic_boundary;
 /// `quorumlock_config_new` and the setters, read by `quorumlock_client_new`.
 pub struct Config {
     nodes: Vec<String>,
-    drift_factor: f64,
-    drift_constant: Duration,
-    max_ttl: Duration,
-    connect_timeout: Duration,
-    key_prefix: Vec<u8>,
-    require_quorum: bool,
-    notify: bool,
-    quarantine: Quarantine,
-    quarantine_margin: Duration,
-    eviction_check: EvictionCheck,
-    key_format: KeyFormat,
+    /// Stored as given; `quorumlock_client_new` checks them (`ClientSettings::check`).
+    settings: ClientSettings,
     on_warning: Option<OnWarning>,
     defaults: LockOptions,
 }
@@ -48,17 +39,7 @@ pub unsafe extern "C" fn quorumlock_config_new(out: *mut *mut Config) -> QlResul
     ffi_panic_boundary!(std::ptr::null_mut() => {
         Out::new(out, "out")?.write(ffi::into_raw(Config {
             nodes: Vec::new(),
-            drift_factor: quorumlock::DEFAULT_DRIFT_FACTOR,
-            drift_constant: quorumlock::DEFAULT_DRIFT_CONSTANT,
-            max_ttl: quorumlock::DEFAULT_MAX_TTL,
-            connect_timeout: quorumlock::DEFAULT_CONNECT_TIMEOUT,
-            key_prefix: quorumlock::DEFAULT_KEY_PREFIX.as_bytes().to_vec(),
-            require_quorum: false,
-            notify: true,
-            quarantine: Quarantine::On,
-            quarantine_margin: quorumlock::DEFAULT_QUARANTINE_MARGIN,
-            eviction_check: EvictionCheck::Refuse,
-            key_format: KeyFormat::Braced,
+            settings: ClientSettings::default(),
             on_warning: None,
             defaults: LockOptions::default(),
         }));
@@ -118,8 +99,8 @@ pub unsafe extern "C" fn quorumlock_config_set_drift(
 ) -> QlResult {
     ffi_panic_boundary!(std::ptr::null_mut() => {
         let cfg = ffi::handle_mut(cfg, "cfg")?;
-        cfg.drift_factor = factor;
-        cfg.drift_constant = Duration::from_millis(constant_ms);
+        cfg.settings.drift_factor = factor;
+        cfg.settings.drift_constant = Duration::from_millis(constant_ms);
         Ok(())
     })
 }
@@ -134,7 +115,7 @@ pub unsafe extern "C" fn quorumlock_config_set_drift(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn quorumlock_config_set_max_ttl_ms(cfg: *mut Config, ms: u64) -> QlResult {
     ffi_panic_boundary!(std::ptr::null_mut() => {
-        ffi::handle_mut(cfg, "cfg")?.max_ttl = Duration::from_millis(ms);
+        ffi::handle_mut(cfg, "cfg")?.settings.max_ttl = Duration::from_millis(ms);
         Ok(())
     })
 }
@@ -152,7 +133,7 @@ pub unsafe extern "C" fn quorumlock_config_set_connect_timeout_ms(
     ms: u64,
 ) -> QlResult {
     ffi_panic_boundary!(std::ptr::null_mut() => {
-        ffi::handle_mut(cfg, "cfg")?.connect_timeout = Duration::from_millis(ms);
+        ffi::handle_mut(cfg, "cfg")?.settings.connect_timeout = Duration::from_millis(ms);
         Ok(())
     })
 }
@@ -172,7 +153,7 @@ pub unsafe extern "C" fn quorumlock_config_set_key_prefix(
 ) -> QlResult {
     ffi_panic_boundary!(std::ptr::null_mut() => {
         let cfg = ffi::handle_mut(cfg, "cfg")?;
-        cfg.key_prefix = ffi::bytes(prefix, len, "prefix")?.to_vec();
+        cfg.settings.key_prefix = ffi::bytes(prefix, len, "prefix")?.to_vec();
         Ok(())
     })
 }
@@ -191,7 +172,7 @@ pub unsafe extern "C" fn quorumlock_config_set_require_quorum(
     on: bool,
 ) -> QlResult {
     ffi_panic_boundary!(std::ptr::null_mut() => {
-        ffi::handle_mut(cfg, "cfg")?.require_quorum = on;
+        ffi::handle_mut(cfg, "cfg")?.settings.require_quorum = on;
         Ok(())
     })
 }
@@ -208,7 +189,7 @@ pub unsafe extern "C" fn quorumlock_config_set_require_quorum(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn quorumlock_config_set_notify(cfg: *mut Config, on: bool) -> QlResult {
     ffi_panic_boundary!(std::ptr::null_mut() => {
-        ffi::handle_mut(cfg, "cfg")?.notify = on;
+        ffi::handle_mut(cfg, "cfg")?.settings.notify = on;
         Ok(())
     })
 }
@@ -236,6 +217,15 @@ pub unsafe extern "C" fn quorumlock_config_set_warning_callback(
         ffi::handle_mut(cfg, "cfg")?.on_warning = OnWarning::new(callback, userdata);
         Ok(())
     })
+}
+
+/// The mode with C constant `value`: the constants number the engine's modes in the order of
+/// their `ALL` (a unit test checks each constant against its mode's spelling).
+fn code<T: Copy>(all: &[T], value: u32, what: &str) -> Result<T, Error> {
+    usize::try_from(value)
+        .ok()
+        .and_then(|i| all.get(i).copied())
+        .ok_or_else(|| Error::invalid(format!("unknown {what} {value}")))
 }
 
 /// Restart quarantine modes (`quorumlock_config_set_quarantine`); numbers are stable.
@@ -281,11 +271,7 @@ pub unsafe extern "C" fn quorumlock_config_set_key_format(
 ) -> QlResult {
     ffi_panic_boundary!(std::ptr::null_mut() => {
         let cfg = ffi::handle_mut(cfg, "cfg")?;
-        cfg.key_format = match format {
-            0 => KeyFormat::Braced,
-            1 => KeyFormat::Bare,
-            _ => return Err(Error::invalid(format!("unknown key format {format}"))),
-        };
+        cfg.settings.key_format = code(KeyFormat::ALL, format, "key format")?;
         Ok(())
     })
 }
@@ -321,14 +307,9 @@ pub unsafe extern "C" fn quorumlock_config_set_quarantine(
 ) -> QlResult {
     ffi_panic_boundary!(std::ptr::null_mut() => {
         let cfg = ffi::handle_mut(cfg, "cfg")?;
-        cfg.quarantine = match mode {
-            0 => Quarantine::On,
-            1 => Quarantine::Strict,
-            2 => Quarantine::Off,
-            _ => return Err(Error::invalid(format!("unknown quarantine mode {mode}"))),
-        };
+        cfg.settings.quarantine = code(Quarantine::ALL, mode, "quarantine mode")?;
         if margin_ms > 0 {
-            cfg.quarantine_margin = Duration::from_millis(margin_ms);
+            cfg.settings.quarantine_margin = Duration::from_millis(margin_ms);
         }
         Ok(())
     })
@@ -348,12 +329,8 @@ pub unsafe extern "C" fn quorumlock_config_set_eviction_check(
     mode: u32,
 ) -> QlResult {
     ffi_panic_boundary!(std::ptr::null_mut() => {
-        ffi::handle_mut(cfg, "cfg")?.eviction_check = match mode {
-            0 => EvictionCheck::Refuse,
-            1 => EvictionCheck::Warn,
-            2 => EvictionCheck::Off,
-            _ => return Err(Error::invalid(format!("unknown eviction check mode {mode}"))),
-        };
+        ffi::handle_mut(cfg, "cfg")?.settings.eviction_check =
+            code(EvictionCheck::ALL, mode, "eviction check mode")?;
         Ok(())
     })
 }
@@ -402,17 +379,7 @@ pub unsafe extern "C" fn quorumlock_client_new(
         let out = Out::new(out, "out")?;
         let mut builder = quorumlock::Client::builder()
             .nodes(cfg.nodes.iter().cloned())
-            .drift_factor(cfg.drift_factor)
-            .drift_constant(cfg.drift_constant)
-            .max_ttl(cfg.max_ttl)
-            .connect_timeout(cfg.connect_timeout)
-            .key_prefix(&cfg.key_prefix)
-            .require_quorum(cfg.require_quorum)
-            .notify(cfg.notify)
-            .quarantine(cfg.quarantine)
-            .quarantine_margin(cfg.quarantine_margin)
-            .eviction_check(cfg.eviction_check)
-            .key_format(cfg.key_format)
+            .settings(cfg.settings.clone())
             .lock_options(cfg.defaults.inner.clone());
         if let Some(hook) = cfg.on_warning {
             builder = builder.on_warning(move |w| hook.call(w));
@@ -451,4 +418,54 @@ pub unsafe extern "C" fn quorumlock_client_node_count(client: *const Client) -> 
     ffi_panic_boundary!({
         ffi::handle(client, "client").map_or(0, |c| c.inner.as_async().node_count())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mode_constants_number_the_engines_modes() {
+        use EvictionCheckCode::*;
+        use KeyFormatCode::*;
+        use QuarantineCode::*;
+        let quarantine = [
+            (QL_QUARANTINE_ON as u32, "on"),
+            (QL_QUARANTINE_STRICT as u32, "strict"),
+            (QL_QUARANTINE_OFF as u32, "off"),
+        ];
+        for (c, name) in quarantine {
+            assert_eq!(
+                code(Quarantine::ALL, c, "").ok().map(Quarantine::as_str),
+                Some(name)
+            );
+        }
+        let eviction = [
+            (QL_EVICTION_REFUSE as u32, "refuse"),
+            (QL_EVICTION_WARN as u32, "warn"),
+            (QL_EVICTION_OFF as u32, "off"),
+        ];
+        for (c, name) in eviction {
+            assert_eq!(
+                code(EvictionCheck::ALL, c, "")
+                    .ok()
+                    .map(EvictionCheck::as_str),
+                Some(name)
+            );
+        }
+        let formats = [
+            (QL_KEY_BRACED as u32, "braced"),
+            (QL_KEY_BARE as u32, "bare"),
+        ];
+        for (c, name) in formats {
+            assert_eq!(
+                code(KeyFormat::ALL, c, "").ok().map(KeyFormat::as_str),
+                Some(name)
+            );
+        }
+        assert_eq!(Quarantine::ALL.len(), quarantine.len());
+        assert_eq!(EvictionCheck::ALL.len(), eviction.len());
+        assert_eq!(KeyFormat::ALL.len(), formats.len());
+        assert!(code(Quarantine::ALL, 3, "").is_err());
+    }
 }

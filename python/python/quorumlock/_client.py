@@ -162,14 +162,13 @@ class _ClientBase:
 
     def __init__(self, nodes: Any, **options: Any) -> None:
         """Connects to ``nodes`` (URLs, redis-py keyword dicts, ``(host, port)`` tuples or
-        redis-py clients). Options: default lock options (``ttl``, ``retry_count``,
-        ``retry_delay``, ``retry_jitter``, ``wait``, ``fenced``, ``fence_counter_ttl``, ...)
-        and client settings (``drift_factor``, ``max_ttl``, ``connect_timeout``,
-        ``key_prefix``, ``key_format`` = ``"braced"`` | ``"bare"``, ``require_quorum``,
-        ``quarantine`` = ``"on"`` | ``"strict"`` |
-        ``"off"``, ``quarantine_margin``, ``eviction_check`` = ``"refuse"`` | ``"warn"`` |
-        ``"off"``, ``notify`` = release notification, default ``True``: a release wakes
-        waiters at once instead of after their retry delay). Durations are float seconds.
+        redis-py clients). Options: client settings (``drift_factor``, ``max_ttl``,
+        ``connect_timeout``, ``key_prefix``, ``key_format`` = ``"braced"`` | ``"bare"``,
+        ``require_quorum``, ``quarantine`` = ``"on"`` | ``"strict"`` | ``"off"``,
+        ``quarantine_margin``, ``eviction_check`` = ``"refuse"`` | ``"warn"`` | ``"off"``,
+        ``notify``, ...) and default lock options (``ttl``, ``retry_count``, ``retry_delay``,
+        ``wait``, ``fenced``, ...): every option, its default and its range are listed in
+        docs/options.md. Durations are float seconds or ``timedelta``s.
         A ``redis+cluster://host:port,host:port`` URL (or a redis-py ``RedisCluster``) is one
         member whose keys route by slot. Engine warnings (``QL_W_NOT_DURABLE``, ...) go to the
         ``quorumlock`` logger once per kind and node, with ``code`` and ``node`` on the

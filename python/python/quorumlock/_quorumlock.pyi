@@ -2,7 +2,7 @@
 
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
-from typing import Any, final
+from typing import Literal, TypedDict, Unpack, final
 
 from ._errors import LockLost
 
@@ -32,6 +32,47 @@ MAX_TTL_LIMIT: float
 _Resources = str | bytes | Sequence[str | bytes]
 # Durations: seconds as a number, or a timedelta (exact to the microsecond).
 _Seconds = float | timedelta
+
+# The options, as docs/options.md lists them (declared once in the engine; a test in
+# proto/tests/options.rs checks that these name every one).
+class _LockDefaults(TypedDict, total=False):
+    """Lock options that may also be a client's defaults."""
+
+    ttl: _Seconds
+    retry_count: int
+    retry_forever: bool
+    retry_delay: _Seconds
+    retry_jitter: _Seconds
+    wait: _Seconds
+    min_validity: _Seconds
+    node_timeout: _Seconds
+    auto_extend: bool
+    extend_interval: _Seconds
+    max_extensions: int
+    max_hold: _Seconds
+    fenced: bool
+    fence_counter_ttl: _Seconds
+
+class _LockOptions(_LockDefaults, total=False):
+    """Options of one acquisition."""
+
+    value: str
+
+class _ClientOptions(_LockDefaults, total=False):
+    """Client settings, and default lock options."""
+
+    drift_factor: float
+    drift_constant: _Seconds
+    max_ttl: _Seconds
+    connect_timeout: _Seconds
+    reprobe_every: _Seconds
+    key_prefix: str | bytes
+    key_format: Literal["braced", "bare"]
+    require_quorum: bool
+    quarantine: Literal["on", "strict", "off"]
+    quarantine_margin: _Seconds
+    eviction_check: Literal["refuse", "warn", "off"]
+    notify: bool
 
 @final
 class NodeResult:
@@ -193,9 +234,11 @@ class Lock:
 
 @final
 class Client:
-    def __new__(cls, nodes: Sequence[str], **options: Any) -> Client: ...
-    def acquire(self, resources: _Resources, **options: Any) -> Lock: ...
-    def acquire_async(self, resources: _Resources, **options: Any) -> Awaitable[Lock]: ...
+    def __new__(cls, nodes: Sequence[str], **options: Unpack[_ClientOptions]) -> Client: ...
+    def acquire(self, resources: _Resources, **options: Unpack[_LockOptions]) -> Lock: ...
+    def acquire_async(
+        self, resources: _Resources, **options: Unpack[_LockOptions]
+    ) -> Awaitable[Lock]: ...
     def release_value(self, resources: _Resources, value: str) -> list[NodeResult]: ...
     def extend_value(self, resources: _Resources, value: str, ttl: _Seconds) -> float: ...
     def extend_value_async(
