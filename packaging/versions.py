@@ -72,6 +72,8 @@ TABLE: list[Row] = [
         "node/package-lock.json",
         r'(?s)"packages": \{\s*"": \{\s*"name": "quorumlock",\s*"version": "([^"]+)"',
     ),
+    Row("edge/package.json", r'(?m)^  "version": "([^"]+)"'),
+    Row("edge/package-lock.json", r'(?m)^  "version": "([^"]+)"'),
     Row("node/npm/*/package.json", r'(?m)^  "version": "([^"]+)"', required=True),
     Row("node/native.js", r"bindingPackageVersion !== '([^']+)'", every=True, required=True),
     Row("node/native.js", r"expected ([^ ]+) but got", every=True),

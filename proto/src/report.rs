@@ -88,22 +88,6 @@ pub enum NodeCategory {
     Server,
 }
 
-impl NodeCategory {
-    /// The category's stable name (`"Vote"`, `"Timeout"`, ...), as every binding shows it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Vote => "Vote",
-            Self::Timeout => "Timeout",
-            Self::Connection => "Connection",
-            Self::Auth => "Auth",
-            Self::Script => "Script",
-            Self::Misconfigured => "Misconfigured",
-            Self::Quarantined => "Quarantined",
-            Self::Server => "Server",
-        }
-    }
-}
-
 impl NodeKind {
     /// Every kind, in numeric order.
     pub const ALL: &'static [NodeKind] = &[
