@@ -391,7 +391,7 @@ function __wbg_get_imports() {
         __wbg__wbg_cb_unref_09736879a3f67559: function(arg0) {
             arg0._wbg_cb_unref();
         },
-        __wbg_addresses_052354f737886e5a: function(arg0) {
+        __wbg_addresses_1ce19b585287ad15: function(arg0) {
             const ret = arg0.addresses;
             return ret;
         },
@@ -411,14 +411,14 @@ function __wbg_get_imports() {
             const ret = arg0.call(arg1, arg2, arg3);
             return ret;
         }, arguments); },
-        __wbg_clearTimeout_f14b8603a236cd43: function(arg0) {
+        __wbg_clearTimeout_a0849f73b5ccc035: function(arg0) {
             clearTimeout(arg0);
         },
         __wbg_from_eac91875c8a5ffa4: function(arg0) {
             const ret = Array.from(arg0);
             return ret;
         },
-        __wbg_getRandomValues_5269f10e02ebe1e8: function() { return handleError(function (arg0, arg1) {
+        __wbg_getRandomValues_74a88ebabf646a6e: function() { return handleError(function (arg0, arg1) {
             const ret = crypto.getRandomValues(getArrayU8FromWasm0(arg0, arg1));
             return ret;
         }, arguments); },
@@ -462,7 +462,7 @@ function __wbg_get_imports() {
             const ret = arg0.length;
             return ret;
         },
-        __wbg_listen_3fa3f3745d6b7af6: function() { return handleError(function (arg0, arg1, arg2, arg3, arg4) {
+        __wbg_listen_1936b93509563aee: function() { return handleError(function (arg0, arg1, arg2, arg3, arg4) {
             const ret = arg0.listen(arg1 >>> 0, arg2, arg3 >>> 0, arg4 >>> 0);
             return ret;
         }, arguments); },
@@ -481,7 +481,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_447(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_440(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -507,7 +507,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_447(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_440(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -522,7 +522,7 @@ function __wbg_get_imports() {
             const ret = new Array(arg0 >>> 0);
             return ret;
         },
-        __wbg_now_559bde8e359c5778: function() {
+        __wbg_now_82d5e65bcdcd3dc4: function() {
             const ret = performance.now();
             return ret;
         },
@@ -544,10 +544,10 @@ function __wbg_get_imports() {
             const ret = Promise.resolve(arg0);
             return ret;
         },
-        __wbg_send_512c2295cd29f26e: function() { return handleError(function (arg0, arg1, arg2, arg3) {
+        __wbg_send_e0003999f6f11192: function() { return handleError(function (arg0, arg1, arg2, arg3) {
             arg0.send(arg1 >>> 0, arg2, arg3 >>> 0);
         }, arguments); },
-        __wbg_setTimeout_26a05256e1ec534d: function(arg0, arg1, arg2) {
+        __wbg_setTimeout_556c93760c6655dd: function(arg0, arg1, arg2) {
             const ret = setTimeout(arg0, arg1, arg2 >>> 0);
             return ret;
         },
@@ -582,17 +582,17 @@ function __wbg_get_imports() {
             const ret = arg0.then(arg1);
             return ret;
         },
-        __wbg_unlisten_93288f5c9cfc7e9f: function() { return handleError(function (arg0, arg1) {
+        __wbg_unlisten_fe01e4e41e3d8667: function() { return handleError(function (arg0, arg1) {
             arg0.unlisten(arg1 >>> 0);
         }, arguments); },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 110, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_440);
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_433);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [U32], shim_idx: 6, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_167);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_166);
             return ret;
         },
         __wbindgen_generic_0000000000000003: function(arg0) {
@@ -625,19 +625,19 @@ function __wbg_get_imports() {
     };
 }
 
-function __wasm_bindgen_func_elem_440(arg0, arg1, arg2) {
-    const ret = wasm.__wasm_bindgen_func_elem_440(arg0, arg1, arg2);
+function __wasm_bindgen_func_elem_433(arg0, arg1, arg2) {
+    const ret = wasm.__wasm_bindgen_func_elem_433(arg0, arg1, arg2);
     if (ret[1]) {
         throw takeFromExternrefTable0(ret[0]);
     }
 }
 
-function __wasm_bindgen_func_elem_447(arg0, arg1, arg2, arg3) {
-    wasm.__wasm_bindgen_func_elem_447(arg0, arg1, arg2, arg3);
+function __wasm_bindgen_func_elem_440(arg0, arg1, arg2, arg3) {
+    wasm.__wasm_bindgen_func_elem_440(arg0, arg1, arg2, arg3);
 }
 
-function __wasm_bindgen_func_elem_167(arg0, arg1, arg2) {
-    wasm.__wasm_bindgen_func_elem_167(arg0, arg1, arg2);
+function __wasm_bindgen_func_elem_166(arg0, arg1, arg2) {
+    wasm.__wasm_bindgen_func_elem_166(arg0, arg1, arg2);
 }
 
 const EngineFinalization = (typeof FinalizationRegistry === 'undefined')
