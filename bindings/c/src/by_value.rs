@@ -9,6 +9,23 @@ use crate::error::{Error, QlResult};
 use crate::ffi::{self, Out};
 use crate::panic::ffi_panic_boundary;
 
+/// The client, the resources and the value of a call by value, checked (the caller of the
+/// export guarantees the pointers as `quorumlock_client_release_value` documents).
+fn by_value<'a>(
+    client: *const Client,
+    resources: *const *const u8,
+    lens: *const usize,
+    count: usize,
+    value: *const u8,
+    value_len: usize,
+) -> Result<(&'a Client, Vec<&'a [u8]>, &'a str), Error> {
+    Ok((
+        ffi::handle(client, "client")?,
+        ffi::byte_list(resources, lens, count)?,
+        ffi::utf8(value, value_len, "value")?,
+    ))
+}
+
 /// Releases the keys of `count` resources on every node where they still hold `value`
 /// (compare-and-delete; other owners' keys are never touched). `value` is `value_len` bytes
 /// of UTF-8, at least `QL_MIN_GIVEN_LEN` printable ASCII characters. If `held_out` is not
@@ -35,9 +52,7 @@ pub unsafe extern "C" fn quorumlock_client_release_value(
     err_out: *mut *mut Error,
 ) -> QlResult {
     ffi_panic_boundary!(err_out => {
-        let client = ffi::handle(client, "client")?;
-        let list = ffi::byte_list(resources, lens, count)?;
-        let value = ffi::utf8(value, value_len, "value")?;
+        let (client, list, value) = by_value(client, resources, lens, count, value, value_len)?;
         let report = client.inner.release_value(list, value)?;
         if !held_out.is_null() {
             Out::new(held_out, "held_out")?.write(report.was_held_by_quorum());
@@ -71,9 +86,7 @@ pub unsafe extern "C" fn quorumlock_client_extend_value(
     err_out: *mut *mut Error,
 ) -> QlResult {
     ffi_panic_boundary!(err_out => {
-        let client = ffi::handle(client, "client")?;
-        let list = ffi::byte_list(resources, lens, count)?;
-        let value = ffi::utf8(value, value_len, "value")?;
+        let (client, list, value) = by_value(client, resources, lens, count, value, value_len)?;
         let left = client.inner.extend_value(list, value, Duration::from_millis(ttl_ms))?;
         if !validity_ms_out.is_null() {
             let ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
