@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 HARNESS := $(or $(CARGO_TARGET_DIR),target)/debug/ql-harness
 
-.PHONY: demo test lint fmt build bench deps deps-redis clean test-rust harness
+.PHONY: demo test lint fmt build bench deps deps-redis clean test-rust harness check-builds
 
 # Test nodes fsync every write (appendfsync always). On tmpfs that costs nothing, so a disk kept
 # busy by builds cannot stall a node past a node timeout (all nodes timing out at once was the
@@ -45,15 +45,30 @@ demo: deps build $(DEMO_TARGETS)
 	$(HARNESS) exec --nodes 5 -- target/debug/examples/contention
 
 ## test: format and lint checks, then every test against real redis-server processes.
-test: deps lint test-rust $(TEST_TARGETS)
+## The language suites run TEST_JOBS at a time (default 2): most of their time is spent waiting
+## on nodes, subprocesses and timers, not on a core. Each suite's output is printed in one
+## piece when it ends (--output-sync). `make test TEST_JOBS=1` runs them one after another.
+TEST_JOBS ?= 2
+test: deps lint test-rust
+	$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target $(TEST_TARGETS)
 
+# The simulator (quorumlock-sim) turns on quorumlock-proto's `mutants` feature. In a workspace
+# build that feature would reach every crate above proto, so each later `cargo build -p ...` of
+# a binding would compile proto, core and the binding a second time, without it. The simulator
+# runs in its own cargo invocation instead (test-sim in mk/sim.mk), and the shipped crates are
+# tested exactly as they are built.
 test-rust:
-	$(CARGO) test --workspace --locked
+	$(CARGO) test --workspace --exclude quorumlock-sim --locked
 
-lint:
+lint: check-builds
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	RUSTDOCFLAGS=-Dwarnings $(CARGO) doc --workspace --no-deps --locked -q
+
+## check-builds: every binding's cargo build reuses the third-party crates of the workspace's
+## test build (workspace-hack/, tests/shared_builds.py); a split costs minutes of make test.
+check-builds:
+	python3 tests/shared_builds.py
 
 fmt:
 	$(CARGO) fmt --all
