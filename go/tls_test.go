@@ -49,7 +49,7 @@ func TestTLS(t *testing.T) {
 	opts := []quorumlock.ClientOption{
 		quorumlock.WithQuarantine(quorumlock.QuarantineOff, 0),
 		quorumlock.WithRequireQuorum(true),
-		quorumlock.WithConnectTimeout(5 * time.Second),
+		quorumlock.WithConnectTimeout(10 * time.Second),
 	}
 
 	t.Run("locks over mutual TLS", func(t *testing.T) {

@@ -11,6 +11,19 @@ use common::*;
 use quorumlock::{Client, Error, ErrorKind, NodeKind};
 use quorumlock_harness::{ServerCert, Tls, tls::encode};
 
+/// A client over every node that waits for all of them (TLS handshakes of a debug build on
+/// a loaded machine can be slow).
+async fn tls_client(c: &Cluster) -> Client {
+    Client::builder()
+        .nodes(c.urls())
+        .require_quorum(true)
+        .connect_timeout(Duration::from_secs(10))
+        .lock_options(opts(10_000))
+        .connect()
+        .await
+        .expect("connect over TLS")
+}
+
 fn tls_cluster(n: usize, mode: Tls, certs: &[(usize, ServerCert)]) -> Cluster {
     let mut b = Cluster::builder().nodes(n).tls(mode);
     for &(i, cert) in certs {
@@ -24,7 +37,7 @@ async fn connect_one(url: &str) -> quorumlock::Result<Client> {
     Client::builder()
         .node(url)
         .require_quorum(true)
-        .connect_timeout(Duration::from_secs(2))
+        .connect_timeout(Duration::from_secs(10))
         .lock_options(opts(10_000))
         .connect()
         .await
@@ -64,7 +77,7 @@ fn check_refused(e: &Error, port: u16, kind: NodeKind, detail: &str) {
 async fn locks_over_tls_with_a_ca_file() {
     let c = tls_cluster(3, Tls::Server, &[]);
     assert!(c.url(0).starts_with("rediss://127.0.0.1:"), "{}", c.url(0));
-    let client = client(&c).await;
+    let client = tls_client(&c).await;
     let lock = client.acquire(["tls:a"]).await.expect("acquire over TLS");
     assert_eq!(holders(&c, &client.key("tls:a"), lock.value()), 3);
     let report = lock.release().await.unwrap();
@@ -84,7 +97,7 @@ async fn locks_over_tls_with_a_ca_file() {
 #[tokio::test]
 async fn locks_over_mutual_tls_and_refuses_a_client_without_certificate() {
     let c = tls_cluster(3, Tls::Mutual, &[]);
-    let client = client(&c).await;
+    let client = tls_client(&c).await;
     let lock = client.acquire(["mtls:a"]).await.expect("acquire over mTLS");
     assert_eq!(holders(&c, &client.key("mtls:a"), lock.value()), 3);
     lock.release().await.unwrap();
@@ -148,7 +161,7 @@ async fn bad_certificates_give_typed_errors_naming_the_node() {
     // Inside a lock operation the same causes appear in the node report.
     let client = Client::builder()
         .nodes(c.urls())
-        .connect_timeout(Duration::from_secs(2))
+        .connect_timeout(Duration::from_secs(10))
         .lock_options(opts(10_000))
         .connect()
         .await

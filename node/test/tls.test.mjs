@@ -20,6 +20,7 @@ test('locks over mutual TLS with the CA and client certificate as URL parameters
     nodeTimeoutMs: 250,
     quarantine: 'off',
     requireQuorum: true,
+    connectTimeoutMs: 10_000,
   })
   const lock = await client.acquire('tls:node', { ttlMs: 5000 })
   const report = await lock.release()
@@ -33,6 +34,7 @@ test('a wrong CA is QL_CONNECTION with the node and its TLS detail', async () =>
   const err = await Client.connect({
     nodes: [url({ tls_ca: otherCa, tls_cert: cert, tls_key: key })],
     requireQuorum: true,
+    connectTimeoutMs: 10_000,
   }).catch((e) => e)
   assert.ok(err instanceof QuorumlockError, String(err))
   assert.equal(err.code, 'QL_CONNECTION')

@@ -22,7 +22,7 @@ my ($base) = split /\?/, $info->{nodes}[0]{url};
 sub enc { my $s = shift; $s =~ s/([^A-Za-z0-9\/._~-])/sprintf('%%%02X', ord $1)/ge; $s }
 sub node_url { "$base?tls_ca=" . enc(shift) . '&tls_cert=' . enc( $tls->{cert} ) . '&tls_key=' . enc( $tls->{key} ) }
 sub tls_client {
-    Quorumlock->new( servers => [shift], quarantine => 'off', require_quorum => 1, connect_timeout => 5, node_timeout => 1 );
+    Quorumlock->new( servers => [shift], quarantine => 'off', require_quorum => 1, connect_timeout => 10, node_timeout => 1 );
 }
 
 subtest 'locks over mutual TLS' => sub {

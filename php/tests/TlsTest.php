@@ -53,7 +53,7 @@ final class TlsTest extends TestCase
     private static function client(string $url): Client
     {
         return new Client([$url], [
-            'quarantine' => 'off', 'requireQuorum' => true, 'connectTimeoutMs' => 5000,
+            'quarantine' => 'off', 'requireQuorum' => true, 'connectTimeoutMs' => 10000,
             'nodeTimeoutMs' => Support::NODE_TIMEOUT_MS,
         ]);
     }

@@ -7,9 +7,10 @@ from collections.abc import Iterator
 from urllib.parse import urlencode
 
 import pytest
-from conftest import Cluster, start_cluster, stop_cluster
 
 import quorumlock
+
+from conftest import Cluster, start_cluster, stop_cluster
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,9 @@ def url(c: Cluster, **params: str) -> str:
 def test_locks_over_mutual_tls(mtls: Cluster) -> None:
     t = mtls.info["tls"]
     node = url(mtls, tls_ca=t["ca"], tls_cert=t["cert"], tls_key=t["key"])
-    client = quorumlock.Client([node], node_timeout=0.25, quarantine="off", require_quorum=True)
+    client = quorumlock.Client(
+        [node], node_timeout=0.25, quarantine="off", require_quorum=True, connect_timeout=10.0
+    )
     lock = client.acquire("tls:py", ttl=5.0)
     assert [n.kind for n in lock.release()] == ["Released"]
 
@@ -38,7 +41,7 @@ def test_a_wrong_ca_is_a_connection_error_naming_the_node(mtls: Cluster) -> None
     t = mtls.info["tls"]
     node = url(mtls, tls_ca=t["other_ca"], tls_cert=t["cert"], tls_key=t["key"])
     with pytest.raises(quorumlock.ConnectionFailed) as info:
-        quorumlock.Client([node], require_quorum=True)
+        quorumlock.Client([node], require_quorum=True, connect_timeout=10.0)
     e = info.value
     assert e.code == "QL_CONNECTION"
     assert e.nodes[0].kind == "Tls"
@@ -49,7 +52,7 @@ def test_a_wrong_ca_is_a_connection_error_naming_the_node(mtls: Cluster) -> None
 def test_a_client_without_certificate_is_refused(mtls: Cluster) -> None:
     node = url(mtls, tls_ca=mtls.info["tls"]["ca"])
     with pytest.raises(quorumlock.ConnectionFailed) as info:
-        quorumlock.Client([node], require_quorum=True)
+        quorumlock.Client([node], require_quorum=True, connect_timeout=10.0)
     assert info.value.nodes[0].kind == "Tls"
 
 

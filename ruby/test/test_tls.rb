@@ -29,7 +29,7 @@ class TestTLS < Minitest::Test
   end
 
   def tls_client(url)
-    c = Quorumlock::Client.new([url], quarantine: :off, require_quorum: true, connect_timeout: 5000,
+    c = Quorumlock::Client.new([url], quarantine: :off, require_quorum: true, connect_timeout: 10_000,
                                       node_timeout: 1000)
     (@clients ||= []) << c
     c

@@ -33,7 +33,7 @@ namespace Quorumlock.Tests
         private static string Field(string json, string name) =>
             Regex.Match(json, "\"" + name + "\":\"([^\"]*)\"").Groups[1].Value;
 
-        [OneTimeSetUp]
+        [TestFixtureSetUp]
         public void Start()
         {
             var up = RunHarness("start --nodes 1 --persist none --mtls --parent " + Process.GetCurrentProcess().Id).Trim();
@@ -46,7 +46,7 @@ namespace Quorumlock.Tests
             otherCa = Field(up, "other_ca");
         }
 
-        [OneTimeTearDown]
+        [TestFixtureTearDown]
         public void Stop() => RunHarness("stop " + runDir);
 
         private string Url(string caFile) =>
@@ -58,7 +58,7 @@ namespace Quorumlock.Tests
             {
                 Quarantine = QuarantineMode.Off,
                 RequireQuorum = true,
-                ConnectTimeout = TimeSpan.FromSeconds(5),
+                ConnectTimeout = TimeSpan.FromSeconds(10),
                 NodeTimeout = Support.NodeTimeout,
             });
 

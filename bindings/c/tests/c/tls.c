@@ -9,7 +9,7 @@ static quorumlock_result connect_one(const char *url, quorumlock_error **err) {
   CHECK(quorumlock_config_new(&cfg) == QL_OK);
   CHECK(quorumlock_config_add_node(cfg, RES(url), NULL) == QL_OK);
   CHECK(quorumlock_config_set_require_quorum(cfg, true) == QL_OK);
-  CHECK(quorumlock_config_set_connect_timeout_ms(cfg, 5000) == QL_OK);
+  CHECK(quorumlock_config_set_connect_timeout_ms(cfg, 10000) == QL_OK);
   quorumlock_client *client = NULL;
   quorumlock_result r = quorumlock_client_new(cfg, &client, err);
   quorumlock_config_free(cfg);

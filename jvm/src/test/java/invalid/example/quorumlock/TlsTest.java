@@ -57,7 +57,7 @@ class TlsTest {
     }
 
     static Client connect(String url) {
-        return QuorumLock.connect(List.of(url), Harness.settings().withRequireQuorum(true));
+        return QuorumLock.connect(List.of(url), Harness.settings().withRequireQuorum(true).withConnectTimeout(java.time.Duration.ofSeconds(10)));
     }
 
     @Test
