@@ -3,6 +3,8 @@
 //! errors naming the node (and the command); the password never shows in errors, `Debug`
 //! output, logs or metrics.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::io::Write;
@@ -135,8 +137,7 @@ async fn a_missing_permission_names_the_node_and_the_command() {
     let e = client
         .acquire(["acl:denied"])
         .await
-        .err()
-        .expect("SET denied");
+        .expect_err("SET denied");
     assert_eq!(e.kind(), ErrorKind::QuorumNotReached, "{e}");
     let text = e.to_string();
     for i in 0..c.len() {
@@ -161,8 +162,7 @@ async fn a_missing_permission_names_the_node_and_the_command() {
     let e = other
         .acquire(["acl:k"])
         .await
-        .err()
-        .expect("key outside ~quorumlock:*");
+        .expect_err("key outside ~quorumlock:*");
     assert_eq!(e.report().nodes()[0].kind, NodeKind::NoPermission, "{e}");
     println!("key outside the pattern: {e}");
 }
@@ -201,8 +201,7 @@ async fn a_wrong_password_is_an_auth_error_and_secrets_never_show() {
         .require_quorum(true)
         .connect()
         .await
-        .err()
-        .expect("wrong password");
+        .expect_err("wrong password");
     assert_eq!(e.kind(), ErrorKind::Auth, "{e}");
     assert_eq!(e.report().nodes()[0].kind, NodeKind::Auth, "{e}");
     assert!(e.to_string().contains(&c.addr(0).to_string()), "{e}");
@@ -213,7 +212,7 @@ async fn a_wrong_password_is_an_auth_error_and_secrets_never_show() {
     let warnings = Arc::new(Mutex::new(Vec::new()));
     let client = connect(urls(&c, "locker", PASSWORD), warnings.clone()).await;
     let lock = client.acquire(["secret:a"]).await.unwrap();
-    let busy = client.acquire(["secret:a"]).await.err().unwrap();
+    let busy = client.acquire(["secret:a"]).await.unwrap_err();
     let report = lock.release().await.unwrap();
     let pings = client.ping().await.unwrap();
     seen += &format!("{client:?}\n{lock:?}\n{busy}\n{busy:?}\n{report}\n{report:?}\n{pings:?}\n");
@@ -222,7 +221,7 @@ async fn a_wrong_password_is_an_auth_error_and_secrets_never_show() {
     seen += &format!("{:?}\n", warnings.lock().unwrap());
     // A password in a malformed URL.
     let bad = format!("redis://locker:{PASSWORD}@127.0.0.1:notaport");
-    let e = Client::connect([bad]).await.err().unwrap();
+    let e = Client::connect([bad]).await.unwrap_err();
     seen += &format!("{e}\n{e:?}\n");
     drop(client);
     tokio::time::sleep(Duration::from_millis(50)).await;

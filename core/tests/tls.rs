@@ -3,6 +3,8 @@
 //! URL parameters, and the typed errors for a wrong CA, an expired certificate, a host-name
 //! mismatch, a missing client certificate and the refused `#insecure`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::time::Duration;
@@ -88,8 +90,7 @@ async fn locks_over_tls_with_a_ca_file() {
     let plain = format!("redis://{}", c.addr(0));
     let e = connect_one(&plain)
         .await
-        .err()
-        .expect("plain TCP on a TLS port");
+        .expect_err("plain TCP on a TLS port");
     assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
     let _ = certs;
 }
@@ -104,10 +105,7 @@ async fn locks_over_mutual_tls_and_refuses_a_client_without_certificate() {
     // The CA alone is not enough: the node wants a client certificate.
     let (_, certs) = c.tls().unwrap();
     let url = format!("{}/?tls_ca={}", c.bare_url(0), encode(&certs.ca()));
-    let e = connect_one(&url)
-        .await
-        .err()
-        .expect("no client certificate");
+    let e = connect_one(&url).await.expect_err("no client certificate");
     assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
     let node = &e.report().nodes()[0];
     assert!(
@@ -129,8 +127,7 @@ async fn locks_over_mutual_tls_and_refuses_a_client_without_certificate() {
     // (A server certificate as client certificate: right CA, wrong usage.)
     let e = connect_one(&url)
         .await
-        .err()
-        .expect("server certificate as client certificate");
+        .expect_err("server certificate as client certificate");
     assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
 }
 
@@ -144,19 +141,17 @@ async fn bad_certificates_give_typed_errors_naming_the_node() {
     let (_, certs) = c.tls().unwrap();
     // A CA that did not sign the node's certificate.
     let wrong_ca = format!("{}/?tls_ca={}", c.bare_url(0), encode(&certs.other_ca()));
-    let e = connect_one(&wrong_ca).await.err().expect("wrong CA");
+    let e = connect_one(&wrong_ca).await.expect_err("wrong CA");
     check_refused(&e, c.addr(0).port(), NodeKind::Tls, "unknownissuer");
     // The right CA, but the node's certificate has expired.
     let e = connect_one(&c.url(1))
         .await
-        .err()
-        .expect("expired certificate");
+        .expect_err("expired certificate");
     check_refused(&e, c.addr(1).port(), NodeKind::Tls, "expired");
     // The right CA, but the certificate is for another host name.
     let e = connect_one(&c.url(2))
         .await
-        .err()
-        .expect("host-name mismatch");
+        .expect_err("host-name mismatch");
     check_refused(&e, c.addr(2).port(), NodeKind::Tls, "not valid for name");
     // Inside a lock operation the same causes appear in the node report.
     let client = Client::builder()
@@ -166,11 +161,7 @@ async fn bad_certificates_give_typed_errors_naming_the_node() {
         .connect()
         .await
         .unwrap();
-    let e = client
-        .acquire(["tls:bad"])
-        .await
-        .err()
-        .expect("1 of 3 nodes");
+    let e = client.acquire(["tls:bad"]).await.expect_err("1 of 3 nodes");
     assert_eq!(e.kind(), ErrorKind::QuorumNotReached, "{e}");
     let r = e.report();
     // Node 0 voted, or was still pending when the other two made the quorum impossible.
@@ -188,7 +179,7 @@ async fn insecure_tls_is_refused_before_anything_is_sent() {
         "rediss://user:s3cret@127.0.0.1:1/#insecure",
         "rediss+cluster://user:s3cret@127.0.0.1:1,127.0.0.1:2/#insecure",
     ] {
-        let e = connect_one(url).await.err().expect("#insecure refused");
+        let e = connect_one(url).await.expect_err("#insecure refused");
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
         assert!(e.to_string().contains("#insecure"), "{e}");
         assert!(!format!("{e} {e:?}").contains("s3cret"), "{e:?}");
@@ -198,8 +189,7 @@ async fn insecure_tls_is_refused_before_anything_is_sent() {
         .redis_client(insecure)
         .connect()
         .await
-        .err()
-        .expect("an insecure redis::Client is refused");
+        .expect_err("an insecure redis::Client is refused");
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     // TLS files on a plain URL, a missing file, a half client pair: typed, before any I/O.
     for (url, want) in [
@@ -217,7 +207,7 @@ async fn insecure_tls_is_refused_before_anything_is_sent() {
             "no PEM certificate",
         ),
     ] {
-        let e = connect_one(url).await.err().expect(url);
+        let e = connect_one(url).await.expect_err(url);
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
         assert!(e.to_string().contains(want), "{url}: {e}");
         assert!(e.to_string().contains("node #0: "), "{e}");

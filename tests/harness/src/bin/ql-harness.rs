@@ -95,7 +95,7 @@ struct ClusterArgs {
     tls: bool,
     /// Like --tls, and the nodes require a client certificate (`--tls-auth-clients yes`);
     /// the URLs also name the client certificate and key.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "tls")]
     mtls: bool,
 }
 
