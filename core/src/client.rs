@@ -110,7 +110,11 @@ pub struct ClientBuilder {
 
 impl ClientBuilder {
     /// Adds a node by URL: `redis://[user:password@]host:port[/db]`, `rediss://...` for TLS,
-    /// `?protocol=resp3` for RESP3. A Redis Cluster is one member:
+    /// `?protocol=resp3` for RESP3. With TLS, `?tls_ca=PATH` names the CA file (PEM) that
+    /// signs the server's certificate (default: the system's trust store), and
+    /// `tls_cert=PATH&tls_key=PATH` a client certificate and key (mTLS); paths are
+    /// percent-encoded. A `#fragment` (redis-rs's `#insecure`) is refused: there is no
+    /// insecure mode (docs/SECURITY.md). A Redis Cluster is one member:
     /// `redis+cluster://[user:password@]host:port,host:port,...` (`rediss+cluster://` for
     /// TLS) lists some of its nodes; keys route by hash slot, and the member votes for a lock
     /// only when every resource's primary accepted it.
@@ -129,7 +133,8 @@ impl ClientBuilder {
         self
     }
     /// Adds a node from an already configured `redis::Client` (TLS certificates, auth, RESP
-    /// version).
+    /// version). A client that skips certificate checks (`#insecure`) is refused when
+    /// connecting.
     pub fn redis_client(mut self, client: redis::Client) -> Self {
         self.nodes.push(NodeSpec::Client(Box::new(client)));
         self
@@ -241,7 +246,11 @@ impl ClientBuilder {
         let mut warnings = Vec::new();
         for (i, spec) in self.nodes.iter().enumerate() {
             let target = match spec {
-                NodeSpec::Client(c) => Target::Single((**c).clone()),
+                NodeSpec::Client(c) => {
+                    target::tls::refuse_insecure(c)
+                        .map_err(|e| Error::invalid(format!("node #{i}: {e}")))?;
+                    Target::Single((**c).clone())
+                }
                 NodeSpec::Url(url) => parse_url(i, url, self.settings.connect_timeout)?,
             };
             let servers = target.servers();
@@ -345,12 +354,14 @@ impl ClientBuilder {
 }
 
 fn parse_url(i: usize, url: &str, connect_timeout: Duration) -> Result<Target> {
-    match target::parse_cluster(url, connect_timeout) {
+    // The TLS parameters and the #fragment check come first, for cluster URLs too.
+    let split = target::tls::split(url).map_err(|e| Error::invalid(format!("node #{i}: {e}")))?;
+    match target::parse_cluster(&split.url, split.certs.clone(), connect_timeout) {
         Ok(Some(cluster)) => return Ok(cluster),
         Ok(None) => {}
         Err(e) => return Err(Error::invalid(format!("node #{i}: {e}"))),
     }
-    let lower = url.to_ascii_lowercase();
+    let lower = split.url.to_ascii_lowercase();
     if ![
         "redis://",
         "rediss://",
@@ -366,7 +377,11 @@ fn parse_url(i: usize, url: &str, connect_timeout: Duration) -> Result<Target> {
             "node #{i}: a node URL must start with redis://, rediss://, unix:// or redis+cluster://"
         )));
     }
-    redis::Client::open(url).map(Target::Single).map_err(|e| {
+    let client = match split.certs {
+        Some(certs) => redis::Client::build_with_tls(split.url, certs),
+        None => redis::Client::open(split.url),
+    };
+    client.map(Target::Single).map_err(|e| {
         // The redis error never echoes the URL, so no credentials leak here.
         Error::invalid(format!("node #{i}: invalid node URL ({e})"))
     })

@@ -12,11 +12,13 @@ const run = promisify(execFile)
 /**
  * Starts `n` redis-server nodes, stopped when this process exits or `stop()` is called;
  * `persist` is `always` (durable), `none` or `everysec`. With `redisCluster` masters, also one
- * Redis Cluster: `redisCluster.url` (`redis+cluster://...`) and its nodes' `addrs`.
+ * Redis Cluster: `redisCluster.url` (`redis+cluster://...`) and its nodes' `addrs`. With `tls`
+ * `'tls'` or `'mtls'`, TLS-only nodes; `tls` then holds the certificate paths.
  */
-export function startCluster(n = 5, persist = 'always', { redisCluster = 0 } = {}) {
+export function startCluster(n = 5, persist = 'always', { redisCluster = 0, tls = null } = {}) {
   const args = ['start', '--nodes', String(n), '--persist', persist, '--parent', String(process.pid)]
   if (redisCluster > 0) args.push('--redis-cluster', String(redisCluster))
+  if (tls) args.push(`--${tls}`)
   const out = execFileSync(HARNESS, args, { encoding: 'utf8' })
   const info = JSON.parse(out.trim().split('\n').pop())
   return {
@@ -25,6 +27,7 @@ export function startCluster(n = 5, persist = 'always', { redisCluster = 0 } = {
       addrs: info.redis_cluster.nodes.map((node) => node.addr),
     },
     urls: info.nodes.map((node) => node.url),
+    tls: info.tls ?? null,
     addrs: info.nodes.map((node) => node.addr),
     /** Sends one control command, e.g. { op: 'pause', node: 1 }. */
     ctl: (cmd) => run(HARNESS, ['ctl', info.run_dir, JSON.stringify(cmd)]),

@@ -95,13 +95,20 @@ class Cluster:
 
 
 def start_cluster(
-    nodes: int, persist: str = "always", redis_cluster: int = 0, replicas: int = 0
+    nodes: int,
+    persist: str = "always",
+    redis_cluster: int = 0,
+    replicas: int = 0,
+    tls: str | None = None,
 ) -> Cluster:
     """``nodes`` independent masters; with ``redis_cluster`` > 0 also one Redis Cluster of
-    that many primaries (each with ``replicas`` replicas) to use as one more member."""
+    that many primaries (each with ``replicas`` replicas) to use as one more member. ``tls``
+    ``"tls"`` or ``"mtls"``: TLS-only nodes, their certificates in ``info["tls"]``."""
     extra = []
     if redis_cluster:
         extra = ["--redis-cluster", str(redis_cluster), "--cluster-replicas", str(replicas)]
+    if tls:
+        extra.append(f"--{tls}")
     out = subprocess.run(
         [
             HARNESS,

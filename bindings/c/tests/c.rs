@@ -312,3 +312,36 @@ fn a_redis_cluster_is_one_member() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn locks_over_mutual_tls_and_names_a_bad_ca() {
+    let c = Cluster::builder()
+        .nodes(1)
+        .tls(quorumlock_harness::Tls::Mutual)
+        .start()
+        .expect("start a TLS node");
+    let (_, certs) = c.tls().unwrap();
+    let enc = quorumlock_harness::tls::encode;
+    let wrong_ca = format!(
+        "{}/?tls_ca={}&tls_cert={}&tls_key={}",
+        c.bare_url(0),
+        enc(&certs.other_ca()),
+        enc(&certs.client_cert()),
+        enc(&certs.client_key())
+    );
+    let addr = c.addr(0).to_string();
+    // Not under valgrind: loading the system's trust store and the handshakes take longer
+    // there than any connect timeout; the C ABI's memory use is checked by the other programs.
+    let out = Command::new(compile("tls.c"))
+        .env("QL_NODES", c.urls().join(","))
+        .args([&wrong_ca, &addr])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("tls ok"),
+        "tls.c failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -9,6 +9,7 @@ pub(crate) mod probe;
 pub(crate) mod scripts;
 mod slots;
 pub(crate) mod target;
+pub(crate) mod tls;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};

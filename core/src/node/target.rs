@@ -7,7 +7,9 @@ use std::time::Duration;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, ConnectionAddr, RedisResult, Value};
+use redis::{Cmd, ConnectionAddr, RedisResult, TlsCertificates, Value};
+
+pub(crate) use super::tls;
 
 /// How often a cluster member's client follows a redirection or retries a request before it
 /// gives up; each round still ends at its own deadline.
@@ -150,6 +152,7 @@ pub(crate) fn reply(r: RedisResult<Value>) -> RedisResult<Value> {
 /// Credentials and TLS apply to every node of the cluster.
 pub(crate) fn parse_cluster(
     url: &str,
+    certs: Option<TlsCertificates>,
     connect_timeout: Duration,
 ) -> Result<Option<Target>, String> {
     let lower = url.to_ascii_lowercase();
@@ -183,17 +186,24 @@ pub(crate) fn parse_cluster(
         let seed = format!("{scheme}://{userinfo}{host}/{query}");
         // Neither the seed's text (a malformed URL can put credentials there) nor the redis
         // error (which never echoes the URL) leaks credentials.
-        let client =
-            redis::Client::open(seed).map_err(|e| format!("invalid cluster seed #{k} ({e})"))?;
+        let client = match &certs {
+            Some(c) => redis::Client::build_with_tls(seed, c.clone()),
+            None => redis::Client::open(seed),
+        }
+        .map_err(|e| format!("invalid cluster seed #{k} ({e})"))?;
         seeds.push(client);
     }
     let infos: Vec<redis::ConnectionInfo> = seeds
         .iter()
         .map(|c| c.get_connection_info().clone())
         .collect();
-    let client = ClusterClient::builder(infos)
+    let mut builder = ClusterClient::builder(infos)
         .connection_timeout(connect_timeout)
-        .retries(CLUSTER_RETRIES)
+        .retries(CLUSTER_RETRIES);
+    if let Some(c) = certs {
+        builder = builder.certs(c);
+    }
+    let client = builder
         .build()
         .map_err(|e| format!("invalid cluster URL ({e})"))?;
     Ok(Some(Target::Cluster { client, seeds }))
@@ -228,7 +238,7 @@ mod tests {
     use super::*;
 
     fn cluster(url: &str) -> Result<Option<Target>, String> {
-        parse_cluster(url, Duration::from_secs(1))
+        parse_cluster(url, None, Duration::from_secs(1))
     }
 
     #[test]

@@ -13,6 +13,7 @@ use nix::unistd::Pid;
 use crate::node::{Node, Server};
 use crate::resp::{self, Reply};
 use crate::run;
+use crate::tls::{Certs, ServerCert, Tls};
 
 /// How a node persists its keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -81,6 +82,9 @@ pub struct Builder {
     run_dir: Option<PathBuf>,
     /// `Some(replicas)`: the nodes form one Redis Cluster with that many replicas per master.
     redis_cluster: Option<usize>,
+    tls: Option<Tls>,
+    /// Nodes that present another certificate than [`ServerCert::Good`].
+    node_certs: Vec<(usize, ServerCert)>,
 }
 
 impl Builder {
@@ -101,6 +105,20 @@ impl Builder {
     /// `3 * (1 + replicas)`. [`Cluster::cluster_url`] names it as one quorum member.
     pub fn redis_cluster(mut self, replicas: usize) -> Self {
         self.redis_cluster = Some(replicas);
+        self
+    }
+
+    /// TLS nodes (`docs/TESTING.md` §2.7): certificates are made in `<run>/tls/`, each node
+    /// listens with TLS only, and [`Cluster::url`] gives `rediss://` URLs that name the test
+    /// CA (and for [`Tls::Mutual`] the client certificate). Not with a Redis Cluster.
+    pub fn tls(mut self, mode: Tls) -> Self {
+        self.tls = Some(mode);
+        self
+    }
+
+    /// With [`tls`](Self::tls): node `i` presents `cert` instead of the good certificate.
+    pub fn tls_node_cert(mut self, i: usize, cert: ServerCert) -> Self {
+        self.node_certs.push((i, cert));
         self
     }
 
@@ -129,14 +147,40 @@ impl Builder {
             Some(_) => crate::redis_cluster::server_args(),
             None => Vec::new(),
         };
-        let started = crate::node::start_all(&server, &run_dir, self.nodes, self.persist, &extra)
-            .and_then(|nodes| {
-                if let Some(replicas) = self.redis_cluster {
-                    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
-                    crate::redis_cluster::create(&ports, replicas)?;
-                }
-                Ok(nodes)
-            });
+        if self.tls.is_some() && self.redis_cluster.is_some() {
+            return Err(io::Error::other(
+                "TLS nodes cannot form a Redis Cluster in the harness",
+            ));
+        }
+        let certs = match self.tls {
+            Some(_) => Some(crate::tls::generate(&run_dir.join("tls"))?),
+            None => None,
+        };
+        let tls_args = |i: usize| {
+            let (mode, certs) = (self.tls?, certs.as_ref()?);
+            let cert = self
+                .node_certs
+                .iter()
+                .rev()
+                .find(|(n, _)| *n == i)
+                .map_or(ServerCert::Good, |(_, c)| *c);
+            Some(certs.server_args(mode, cert))
+        };
+        let started = crate::node::start_all(
+            &server,
+            &run_dir,
+            self.nodes,
+            self.persist,
+            &extra,
+            &tls_args,
+        )
+        .and_then(|nodes| {
+            if let Some(replicas) = self.redis_cluster {
+                let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+                crate::redis_cluster::create(&ports, replicas)?;
+            }
+            Ok(nodes)
+        });
         match started {
             Ok(nodes) => Ok(Cluster {
                 run_dir,
@@ -145,6 +189,7 @@ impl Builder {
                 keep: false,
                 fsync_marks: Vec::new(),
                 redis_cluster: self.redis_cluster.is_some(),
+                tls: self.tls.zip(certs),
             }),
             Err(e) => {
                 let _ = std::fs::write(run_dir.join(run::KEPT_MARKER), "start failed\n");
@@ -172,6 +217,8 @@ pub struct Cluster {
     fsync_marks: Vec<(usize, PathBuf, u64)>,
     /// The nodes form one Redis Cluster.
     redis_cluster: bool,
+    /// TLS nodes: the mode and the certificates.
+    tls: Option<(Tls, Certs)>,
 }
 
 impl Cluster {
@@ -182,6 +229,8 @@ impl Cluster {
             persist: Persist::Always,
             run_dir: None,
             redis_cluster: None,
+            tls: None,
+            node_certs: Vec::new(),
         }
     }
 
@@ -220,9 +269,29 @@ impl Cluster {
         (0..self.len()).map(|i| self.url(i)).collect()
     }
 
-    /// Node `i`'s URL, `redis://127.0.0.1:PORT`.
+    /// Node `i`'s URL, `redis://127.0.0.1:PORT`; for TLS nodes
+    /// `rediss://127.0.0.1:PORT/?tls_ca=...` with the test CA (and the client certificate
+    /// and key for [`Tls::Mutual`]).
     pub fn url(&self, i: usize) -> String {
-        format!("redis://{}", self.addr(i))
+        match &self.tls {
+            None => format!("redis://{}", self.addr(i)),
+            Some((mode, certs)) => format!("{}/{}", self.bare_url(i), certs.query(*mode)),
+        }
+    }
+
+    /// Node `i`'s URL without TLS parameters: `redis://` or `rediss://127.0.0.1:PORT`.
+    pub fn bare_url(&self, i: usize) -> String {
+        let scheme = if self.tls.is_some() {
+            "rediss"
+        } else {
+            "redis"
+        };
+        format!("{scheme}://{}", self.addr(i))
+    }
+
+    /// The TLS mode and the certificates of TLS nodes ([`Builder::tls`]).
+    pub fn tls(&self) -> Option<(Tls, &Certs)> {
+        self.tls.as_ref().map(|(m, c)| (*m, c))
     }
 
     /// Node `i`'s address. It keeps its port across restarts.
@@ -297,11 +366,9 @@ impl Cluster {
     pub fn debug_sleep(&self, i: usize, secs: f64) -> io::Result<()> {
         let arg = format!("{secs}");
         let timeout = Duration::from_secs_f64(secs.max(0.0) + 10.0);
-        let stream = resp::send(self.addr(i), &[b"DEBUG", b"SLEEP", arg.as_bytes()], timeout)?;
-        std::thread::spawn(move || {
-            let _ = resp::read_reply(&mut io::BufReader::new(stream));
-        });
-        Ok(())
+        self.nodes[i]
+            .admin()
+            .send_detached(&[b"DEBUG", b"SLEEP", arg.as_bytes()], timeout)
     }
 
     /// `CLIENT PAUSE ms mode` on node `i`; `mode` is `WRITE` or `ALL`.
@@ -381,7 +448,7 @@ impl Cluster {
     /// Sends one raw command to node `i` on a fresh connection (5 s timeout). A Redis error is
     /// returned as `Ok(Reply::Error(..))`.
     pub fn command(&self, i: usize, args: &[&[u8]]) -> io::Result<Reply> {
-        resp::command(self.addr(i), args)
+        self.command_timeout(i, args, resp::DEFAULT_TIMEOUT)
     }
 
     /// Like [`command`](Self::command) with a custom connect/read/write timeout.
@@ -391,7 +458,7 @@ impl Cluster {
         args: &[&[u8]],
         timeout: Duration,
     ) -> io::Result<Reply> {
-        resp::command_timeout(self.addr(i), args, timeout)
+        self.nodes[i].admin().command_timeout(args, timeout)
     }
 
     /// `KEYS pattern` on node `i`.

@@ -137,7 +137,7 @@ pub fn up_json(cluster: &Cluster, supervisor_pid: u32) -> Value {
             })
         })
         .collect();
-    json!({
+    let mut up = json!({
         "event": "up",
         "run_dir": dir,
         "ctl": dir.join("ctl.sock"),
@@ -146,5 +146,33 @@ pub fn up_json(cluster: &Cluster, supervisor_pid: u32) -> Value {
         "shim": crate::skew::shim_path().is_some(),
         "clock": "CLOCK_BOOTTIME",
         "t_us": crate::now_us(),
+    });
+    if let Some((mode, certs)) = cluster.tls() {
+        up["tls"] = tls_json(mode, certs);
+    }
+    up
+}
+
+/// The `tls` object of the `up` line: the mode and the certificate files (`docs/TESTING.md`
+/// §2.7).
+pub fn tls_json(mode: crate::Tls, certs: &crate::Certs) -> Value {
+    json!({
+        "mode": mode.as_str(),
+        "ca": certs.ca(),
+        "cert": certs.client_cert(),
+        "key": certs.client_key(),
+        "other_ca": certs.other_ca(),
     })
+}
+
+/// The environment variables `ql-harness exec` sets for TLS nodes: `QL_TLS_CA`,
+/// `QL_TLS_CERT`, `QL_TLS_KEY` (the test CA and a client certificate and key it signed) and
+/// `QL_TLS_OTHER_CA` (a CA that signed nothing the nodes present).
+pub fn tls_env(certs: &crate::Certs) -> Vec<(&'static str, std::path::PathBuf)> {
+    vec![
+        ("QL_TLS_CA", certs.ca()),
+        ("QL_TLS_CERT", certs.client_cert()),
+        ("QL_TLS_KEY", certs.client_key()),
+        ("QL_TLS_OTHER_CA", certs.other_ca()),
+    ]
 }

@@ -17,11 +17,13 @@ pub mod redis_cluster;
 pub mod resp;
 pub mod run;
 pub mod skew;
+pub mod tls;
 
 pub use checker::{Violation, Window, check};
 pub use cluster::{Builder, Cluster, Persist};
 pub use proxy::{FaultProxy, Mode, Partition, ProxyMesh, ProxyStats};
-pub use resp::{Reply, command, command_timeout};
+pub use resp::{Endpoint, Reply, command, command_timeout};
+pub use tls::{Certs, ServerCert, Tls};
 
 use nix::time::{ClockId, clock_gettime};
 

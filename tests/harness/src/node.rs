@@ -17,6 +17,8 @@ use crate::run;
 const READY_TIMEOUT_MS: u64 = 5_000;
 /// Attempts at finding a free port for one node.
 const PORT_TRIES: usize = 20;
+/// A TLS node's Unix socket for the harness's own commands, in its folder.
+const ADMIN_SOCKET: &str = "redis.sock";
 
 /// The `redis-server` binary and what its version supports.
 #[derive(Debug, Clone)]
@@ -106,6 +108,9 @@ pub(crate) struct Node {
     pub(crate) persist: Persist,
     /// Further `redis-server` arguments (cluster mode), kept across restarts.
     pub(crate) extra: Vec<String>,
+    /// For a TLS node, its TLS arguments (kept across restarts): it then listens with TLS
+    /// only on `port`, and the harness talks to it on its Unix socket ([`Node::admin`]).
+    pub(crate) tls: Option<Vec<String>>,
     /// PID of the current process, or of the last one if it was killed.
     pub(crate) pid: u32,
     pub(crate) child: Option<Child>,
@@ -127,6 +132,15 @@ impl Node {
         self.dir.join("redis.log")
     }
 
+    /// Where the harness sends its own commands: the TCP port, or a TLS node's Unix socket.
+    pub(crate) fn admin(&self) -> crate::resp::Endpoint {
+        if self.tls.is_some() {
+            crate::resp::Endpoint::Unix(self.dir.join(ADMIN_SOCKET))
+        } else {
+            crate::resp::Endpoint::Tcp(self.addr())
+        }
+    }
+
     /// Spawns the server (not waiting for it) and records its PID and port.
     fn spawn(
         server: &Server,
@@ -134,13 +148,22 @@ impl Node {
         port: u16,
         persist: Persist,
         extra: &[String],
+        tls: Option<&[String]>,
     ) -> io::Result<Node> {
         fs::create_dir_all(&dir)?;
         let stderr = File::create(dir.join("stderr"))?;
         let mut cmd = Command::new(&server.path);
-        cmd.arg("--port")
-            .arg(port.to_string())
-            .args(["--bind", "127.0.0.1", "--dir"])
+        match tls {
+            None => cmd.arg("--port").arg(port.to_string()),
+            Some(args) => cmd
+                .args(["--port", "0", "--tls-port"])
+                .arg(port.to_string())
+                .args(args)
+                .arg("--unixsocket")
+                .arg(dir.join(ADMIN_SOCKET))
+                .args(["--unixsocketperm", "700"]),
+        };
+        cmd.args(["--bind", "127.0.0.1", "--dir"])
             .arg(&dir)
             .arg("--logfile")
             .arg(dir.join("redis.log"))
@@ -170,6 +193,7 @@ impl Node {
             dir,
             persist,
             extra: extra.to_vec(),
+            tls: tls.map(<[String]>::to_vec),
             pid,
             child: Some(child),
         })
@@ -193,7 +217,9 @@ impl Node {
         // hold the port while ours is still starting (and about to fail with "Address
         // already in use"), and must never be taken for ours. And only once it has loaded
         // its data: `INFO` is answered while loading, when other commands get `LOADING`.
-        let info = crate::command_timeout(self.addr(), &[b"INFO"], Duration::from_millis(200));
+        let info = self
+            .admin()
+            .command_timeout(&[b"INFO"], Duration::from_millis(200));
         let ours = format!("process_id:{}\r\n", self.pid);
         match info {
             Ok(crate::Reply::Bulk(text)) => {
@@ -229,7 +255,14 @@ impl Node {
     /// until it answers `PING`.
     pub(crate) fn restart(&mut self, server: &Server, persist: Persist) -> io::Result<()> {
         self.kill();
-        let fresh = Node::spawn(server, self.dir.clone(), self.port, persist, &self.extra)?;
+        let fresh = Node::spawn(
+            server,
+            self.dir.clone(),
+            self.port,
+            persist,
+            &self.extra,
+            self.tls.as_deref(),
+        )?;
         // Take over the new process: from here on our Drop kills it.
         let _ = std::mem::replace(self, fresh);
         let deadline = crate::now_us() + READY_TIMEOUT_MS * 1000;
@@ -255,13 +288,14 @@ impl Drop for Node {
 
 /// Starts `n` nodes in `run_dir/n<i>` in parallel and waits until each answers `PING`. A node
 /// whose port was taken meanwhile is moved to another port (up to 20 times). On error every
-/// node started so far is killed.
+/// node started so far is killed. `tls(i)` gives node `i`'s TLS arguments, if it is a TLS node.
 pub(crate) fn start_all(
     server: &Server,
     run_dir: &Path,
     n: usize,
     persist: Persist,
     extra: &[String],
+    tls: &dyn Fn(usize) -> Option<Vec<String>>,
 ) -> io::Result<Vec<Node>> {
     let mut used = HashSet::new();
     let mut nodes = Vec::with_capacity(n);
@@ -273,6 +307,7 @@ pub(crate) fn start_all(
             port,
             persist,
             extra,
+            tls(i).as_deref(),
         )?);
     }
     let mut tries = vec![1usize; n];
@@ -293,7 +328,8 @@ pub(crate) fn start_all(
                     let dir = nodes[i].dir.clone();
                     // A fresh log, so an old "Address already in use" is not read again.
                     let _ = fs::remove_file(dir.join("redis.log"));
-                    nodes[i] = Node::spawn(server, dir, port, persist, extra)?;
+                    let args = nodes[i].tls.clone();
+                    nodes[i] = Node::spawn(server, dir, port, persist, extra, args.as_deref())?;
                     deadlines[i] = crate::now_us() + READY_TIMEOUT_MS * 1000;
                     still.push(i);
                 }
@@ -316,8 +352,10 @@ mod tests {
     fn another_servers_port_is_never_taken_for_ours() {
         let server = Server::find().expect("redis-server");
         let run = std::env::temp_dir().join(format!("ql-node-test-{}", std::process::id()));
-        let mut theirs =
-            start_all(&server, &run.join("theirs"), 1, Persist::None, &[]).expect("start");
+        let mut theirs = start_all(&server, &run.join("theirs"), 1, Persist::None, &[], &|_| {
+            None
+        })
+        .expect("start");
         // Ours is spawned on the port their server holds: it answers PING at once, but it is
         // not our child, so ours is not ready; ours then fails to bind.
         let mut ours = Node::spawn(
@@ -326,6 +364,7 @@ mod tests {
             theirs[0].port,
             Persist::None,
             &[],
+            None,
         )
         .expect("spawn");
         let mut seen = Vec::new();

@@ -65,6 +65,57 @@ impl Reply {
     }
 }
 
+/// Where a node takes the harness's own commands: its TCP address, or for a TLS node (which
+/// takes no plain TCP) its Unix socket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// A plain TCP address.
+    Tcp(SocketAddr),
+    /// A Unix socket's path.
+    Unix(std::path::PathBuf),
+}
+
+impl Endpoint {
+    /// Sends one command on a fresh connection and reads its reply; see [`command_timeout`].
+    pub fn command_timeout(&self, args: &[&[u8]], timeout: Duration) -> io::Result<Reply> {
+        match self {
+            Endpoint::Tcp(addr) => command_timeout(*addr, args, timeout),
+            Endpoint::Unix(path) => {
+                let mut stream = send_unix(path, args, timeout)?;
+                read_reply(&mut BufReader::new(&mut stream))
+            }
+        }
+    }
+
+    /// Writes one command on a fresh connection and reads (and drops) its reply on a
+    /// background thread: for a command that blocks the node, such as `DEBUG SLEEP`.
+    pub(crate) fn send_detached(&self, args: &[&[u8]], timeout: Duration) -> io::Result<()> {
+        match self {
+            Endpoint::Tcp(addr) => {
+                let stream = send(*addr, args, timeout)?;
+                std::thread::spawn(move || read_reply(&mut BufReader::new(stream)));
+            }
+            Endpoint::Unix(path) => {
+                let stream = send_unix(path, args, timeout)?;
+                std::thread::spawn(move || read_reply(&mut BufReader::new(stream)));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn send_unix(
+    path: &std::path::Path,
+    args: &[&[u8]],
+    timeout: Duration,
+) -> io::Result<std::os::unix::net::UnixStream> {
+    let mut stream = std::os::unix::net::UnixStream::connect(path)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    stream.write_all(&encode(args))?;
+    Ok(stream)
+}
+
 /// Sends one command on a fresh connection and reads its reply, with [`DEFAULT_TIMEOUT`].
 pub fn command(addr: SocketAddr, args: &[&[u8]]) -> io::Result<Reply> {
     command_timeout(addr, args, DEFAULT_TIMEOUT)

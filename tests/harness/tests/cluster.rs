@@ -329,3 +329,68 @@ fn binary_exec_passes_nodes_and_exit_code() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn tls_nodes_take_no_plain_tcp_and_keep_tls_across_restarts() {
+    use quorumlock_harness::{ServerCert, Tls};
+    let mut c = Cluster::builder()
+        .nodes(1)
+        .persist(Persist::None)
+        .tls(Tls::Mutual)
+        .tls_node_cert(0, ServerCert::Good)
+        .start()
+        .unwrap();
+    let (mode, certs) = c.tls().unwrap();
+    assert_eq!(mode, Tls::Mutual);
+    for f in [
+        certs.ca(),
+        certs.client_cert(),
+        certs.client_key(),
+        certs.other_ca(),
+    ] {
+        assert!(f.is_file(), "{}", f.display());
+    }
+    assert!(c.url(0).starts_with("rediss://127.0.0.1:") && c.url(0).contains("&tls_key="));
+    // The harness talks to the node on its Unix socket; plain TCP on the TLS port gets nothing.
+    assert_eq!(
+        c.command(0, &[b"PING"]).unwrap(),
+        Reply::Simple("PONG".into())
+    );
+    let plain = quorumlock_harness::command_timeout(c.addr(0), &[b"PING"], Duration::from_secs(2));
+    assert!(plain.is_err(), "{plain:?}");
+    c.restart(0, Persist::None).unwrap();
+    assert_eq!(
+        c.command(0, &[b"PING"]).unwrap(),
+        Reply::Simple("PONG".into())
+    );
+    let tls_port = c.command(0, &[b"CONFIG", b"GET", b"tls-port"]).unwrap();
+    let port = c.addr(0).port().to_string();
+    match &tls_port {
+        Reply::Array(kv) => assert_eq!(kv[1].as_bytes(), Some(port.as_bytes()), "{tls_port:?}"),
+        other => panic!("CONFIG GET tls-port: {other:?}"),
+    }
+}
+
+#[test]
+fn binary_exec_with_mtls_exports_the_certificates() {
+    let script = r#"case "$QL_NODES" in rediss://*tls_ca=*tls_cert=*tls_key=*) ;; *) exit 3;; esac
+test -f "$QL_TLS_CA" && test -f "$QL_TLS_CERT" && test -f "$QL_TLS_KEY" && test -f "$QL_TLS_OTHER_CA" && exit 7"#;
+    let out = harness(&[
+        "exec",
+        "--nodes",
+        "1",
+        "--persist",
+        "none",
+        "--mtls",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

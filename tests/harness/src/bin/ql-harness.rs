@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use nix::sys::signal::{SigSet, Signal};
-use quorumlock_harness::{Cluster, Persist, ctl, now_us, run};
+use quorumlock_harness::{Cluster, Persist, Tls, ctl, now_us, run};
 use serde_json::{Value, json};
 
 /// Start, control and stop clusters of real redis-server nodes for quorumlock's tests.
@@ -88,9 +88,30 @@ struct ClusterArgs {
     /// Replicas per master of that Redis Cluster.
     #[arg(long, default_value_t = 0)]
     cluster_replicas: usize,
+    /// TLS-only nodes (`--port 0 --tls-port P`) with certificates made in the run folder:
+    /// the URLs are `rediss://...?tls_ca=...`; `exec` also sets QL_TLS_CA, QL_TLS_CERT,
+    /// QL_TLS_KEY and QL_TLS_OTHER_CA.
+    #[arg(long)]
+    tls: bool,
+    /// Like --tls, and the nodes require a client certificate (`--tls-auth-clients yes`);
+    /// the URLs also name the client certificate and key.
+    #[arg(long, conflicts_with = "tls")]
+    mtls: bool,
 }
 
 impl ClusterArgs {
+    /// The independent nodes these arguments ask for.
+    fn builder(&self) -> quorumlock_harness::Builder {
+        let b = Cluster::builder().nodes(self.nodes).persist(self.persist);
+        if self.mtls {
+            b.tls(Tls::Mutual)
+        } else if self.tls {
+            b.tls(Tls::Server)
+        } else {
+            b
+        }
+    }
+
     /// The Redis Cluster these arguments ask for, in `dir`, if any.
     fn start_redis_cluster(&self, dir: &Path) -> io::Result<Option<Cluster>> {
         if self.redis_cluster == 0 {
@@ -165,6 +186,8 @@ fn start(args: &StartArgs) -> io::Result<ExitCode> {
             &args.cluster.cluster_replicas.to_string(),
         ])
         .args(["--max-lifetime", &args.max_lifetime.to_string()])
+        .args(args.cluster.tls.then_some("--tls"))
+        .args(args.cluster.mtls.then_some("--mtls"))
         .args(["--parent-start", &parent_start.to_string()]);
     if let Some(pid) = args.parent {
         cmd.args(["--parent", &pid.to_string()]);
@@ -234,11 +257,7 @@ fn supervise(args: &StartArgs, dir: &Path, parent_start: u64) -> io::Result<Exit
         }
     });
 
-    let mut cluster = Cluster::builder()
-        .nodes(args.cluster.nodes)
-        .persist(args.cluster.persist)
-        .run_dir(dir)
-        .start()?;
+    let mut cluster = args.cluster.builder().run_dir(dir).start()?;
     let redis_cluster = args.cluster.start_redis_cluster(dir)?;
     // Our cwd is the run folder: a relative path keeps us under the 108-byte socket limit.
     let _ = fs::remove_file("ctl.sock");
@@ -404,10 +423,7 @@ fn exec(args: &ClusterArgs, command: &[OsString]) -> io::Result<ExitCode> {
             }
         }
     });
-    let cluster = Cluster::builder()
-        .nodes(args.nodes)
-        .persist(args.persist)
-        .start()?;
+    let cluster = args.builder().start()?;
     let redis_cluster = args.start_redis_cluster(cluster.run_dir())?;
     let (program, rest) = command
         .split_first()
@@ -418,6 +434,9 @@ fn exec(args: &ClusterArgs, command: &[OsString]) -> io::Result<ExitCode> {
         .env("QL_RUN_DIR", cluster.run_dir());
     if let Some(url) = redis_cluster.as_ref().and_then(Cluster::cluster_url) {
         cmd.env("QL_REDIS_CLUSTER", url);
+    }
+    if let Some((_, certs)) = cluster.tls() {
+        cmd.envs(ctl::tls_env(certs));
     }
     let mut child = run::spawn_unmasked(&mut cmd)?;
     EXEC_CHILD.store(child.id(), Ordering::SeqCst);

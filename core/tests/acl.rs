@@ -1,0 +1,233 @@
+//! Redis ACL users (docs/SECURITY.md): the minimal rule for a quorumlock user is enough for
+//! every operation and denies nothing; a missing permission and a wrong password are typed
+//! errors naming the node (and the command); the password never shows in errors, `Debug`
+//! output, logs or metrics.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use quorumlock::{Client, ErrorKind, LockOptions, NodeKind, Warning};
+
+const PASSWORD: &str = "Pw-s3cret-7f2e";
+
+/// The minimal rule of docs/SECURITY.md for the default key prefix `quorumlock:`.
+const MINIMAL: &[&str] = &[
+    "resetkeys",
+    "~quorumlock:*",
+    "resetchannels",
+    "&quorumlock:*",
+    "-@all",
+    "+set",
+    "+exists",
+    "+evalsha",
+    "+eval",
+    "+get",
+    "+del",
+    "+pexpire",
+    "+pttl",
+    "+time",
+    "+publish",
+    "+subscribe",
+    "+unsubscribe",
+    "+ping",
+    "+info",
+    "+config|get",
+];
+
+/// Redis 7.2 and later: redis-rs names itself with `CLIENT SETINFO` on connect (it ignores
+/// a refusal, but the refusal fills `ACL LOG`).
+const SETINFO: &str = "+client|setinfo";
+
+/// Creates user `name` with the password and `rules` on every node.
+fn set_user(c: &Cluster, name: &str, rules: &[&str]) {
+    let pw = format!(">{PASSWORD}");
+    for i in 0..c.len() {
+        let mut args: Vec<&[u8]> = vec![b"ACL", b"SETUSER", name.as_bytes(), b"reset", b"on"];
+        args.push(pw.as_bytes());
+        args.extend(rules.iter().map(|r| r.as_bytes()));
+        let mut with_setinfo = args.clone();
+        with_setinfo.push(SETINFO.as_bytes());
+        let mut r = c.command(i, &with_setinfo).unwrap();
+        if r.is_error() {
+            // Before Redis 7.2 there is no CLIENT SETINFO.
+            r = c.command(i, &args).unwrap();
+        }
+        assert!(!r.is_error(), "{r:?}");
+    }
+}
+
+fn urls(c: &Cluster, user: &str, password: &str) -> Vec<String> {
+    (0..c.len())
+        .map(|i| format!("redis://{user}:{password}@{}", c.addr(i)))
+        .collect()
+}
+
+/// Every entry of `ACL LOG` on every node: each denied command or key.
+fn acl_log(c: &Cluster) -> Vec<String> {
+    let mut out = Vec::new();
+    for i in 0..c.len() {
+        if let Reply::Array(entries) = c.command(i, &[b"ACL", b"LOG"]).unwrap() {
+            out.extend(entries.iter().map(|e| format!("node {i}: {e:?}")));
+        }
+    }
+    out
+}
+
+async fn connect(urls: Vec<String>, warnings: Arc<Mutex<Vec<String>>>) -> Client {
+    Client::builder()
+        .nodes(urls)
+        .lock_options(opts(10_000))
+        .on_warning(move |w: &Warning| warnings.lock().unwrap().push(w.to_string()))
+        .connect()
+        .await
+        .expect("connect")
+}
+
+#[tokio::test]
+async fn the_minimal_acl_rule_is_enough_for_every_operation() {
+    let c = cluster(3);
+    set_user(&c, "locker", MINIMAL);
+    let warnings = Arc::new(Mutex::new(Vec::new()));
+    let client = connect(urls(&c, "locker", PASSWORD), warnings.clone()).await;
+    // One key (SET NX), several keys and fencing (scripts), extend, release (PUBLISH).
+    let one = client.acquire(["acl:one"]).await.expect("acquire");
+    one.extend(Duration::from_secs(10)).await.expect("extend");
+    let fenced = client
+        .acquire_with(["acl:x", "acl:y"], &opts(10_000).fenced(true))
+        .await
+        .expect("fenced multi-key acquire");
+    assert!(fenced.token().is_some());
+    fenced.release().await.unwrap();
+    // A waiter subscribes to the release channel and wakes on the release.
+    let waiter = connect(urls(&c, "locker", PASSWORD), warnings.clone()).await;
+    let wait = LockOptions::default()
+        .ttl(Duration::from_secs(10))
+        .node_timeout(NODE_TIMEOUT)
+        .retry_delay(Duration::from_secs(3))
+        .retry_count(3);
+    let task = tokio::spawn(async move {
+        let l = waiter.acquire_with(["acl:one"], &wait).await;
+        (l.map(|l| l.value().to_owned()), waiter)
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    one.release().await.unwrap();
+    let (won, waiter) = task.await.unwrap();
+    won.expect("the waiter gets the lock");
+    assert!(waiter.metrics().wakeups >= 1, "woken by the release notice");
+    // Administration: ping and inspect (INFO, CONFIG GET, GET, PTTL).
+    client.ping().await.expect("ping");
+    client.inspect("acl:one").await.expect("inspect");
+    assert_eq!(acl_log(&c), Vec::<String>::new(), "denied commands");
+    assert_eq!(*warnings.lock().unwrap(), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_missing_permission_names_the_node_and_the_command() {
+    let c = cluster(3);
+    let without_set: Vec<&str> = MINIMAL.iter().copied().filter(|r| *r != "+set").collect();
+    set_user(&c, "noset", &without_set);
+    let warnings = Arc::new(Mutex::new(Vec::new()));
+    let client = connect(urls(&c, "noset", PASSWORD), warnings).await;
+    let e = client
+        .acquire(["acl:denied"])
+        .await
+        .expect_err("SET denied");
+    assert_eq!(e.kind(), ErrorKind::QuorumNotReached, "{e}");
+    let text = e.to_string();
+    for i in 0..c.len() {
+        assert!(text.contains(&c.addr(i).to_string()), "{text}");
+    }
+    let node = &e.report().nodes()[0];
+    assert_eq!(node.kind, NodeKind::NoPermission, "{}", e.report());
+    assert!(
+        node.detail.as_deref().unwrap_or("").contains("'set'"),
+        "{node:?}"
+    );
+    println!("missing +set: {e}");
+    // Keys outside the pattern: another prefix is refused per key.
+    set_user(&c, "locker", MINIMAL);
+    let other = Client::builder()
+        .nodes(urls(&c, "locker", PASSWORD))
+        .key_prefix("other:")
+        .lock_options(opts(10_000))
+        .connect()
+        .await
+        .unwrap();
+    let e = other
+        .acquire(["acl:k"])
+        .await
+        .expect_err("key outside ~quorumlock:*");
+    assert_eq!(e.report().nodes()[0].kind, NodeKind::NoPermission, "{e}");
+    println!("key outside the pattern: {e}");
+}
+
+/// A `tracing` writer into a shared buffer.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_wrong_password_is_an_auth_error_and_secrets_never_show() {
+    let c = cluster(3);
+    set_user(&c, "locker", MINIMAL);
+    // Everything the engine logs on this (current-thread) runtime, at every level.
+    let logs = Captured::default();
+    let sink = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || sink.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let wrong = "Wr0ng-pw-91c4";
+    let e = Client::builder()
+        .nodes(urls(&c, "locker", wrong))
+        .require_quorum(true)
+        .connect()
+        .await
+        .expect_err("wrong password");
+    assert_eq!(e.kind(), ErrorKind::Auth, "{e}");
+    assert_eq!(e.report().nodes()[0].kind, NodeKind::Auth, "{e}");
+    assert!(e.to_string().contains(&c.addr(0).to_string()), "{e}");
+    println!("wrong password: {e}");
+    let mut seen = format!("{e}\n{e:?}\n");
+
+    // A working client: its Debug output, errors, reports, metrics.
+    let warnings = Arc::new(Mutex::new(Vec::new()));
+    let client = connect(urls(&c, "locker", PASSWORD), warnings.clone()).await;
+    let lock = client.acquire(["secret:a"]).await.unwrap();
+    let busy = client.acquire(["secret:a"]).await.unwrap_err();
+    let report = lock.release().await.unwrap();
+    let pings = client.ping().await.unwrap();
+    seen += &format!("{client:?}\n{lock:?}\n{busy}\n{busy:?}\n{report}\n{report:?}\n{pings:?}\n");
+    seen += &client.metrics().to_prometheus();
+    seen += &format!("{:?}\n", client.metrics());
+    seen += &format!("{:?}\n", warnings.lock().unwrap());
+    // A password in a malformed URL.
+    let bad = format!("redis://locker:{PASSWORD}@127.0.0.1:notaport");
+    let e = Client::connect([bad]).await.unwrap_err();
+    seen += &format!("{e}\n{e:?}\n");
+    drop(client);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    seen += &String::from_utf8_lossy(&logs.0.lock().unwrap());
+    assert!(seen.contains("connect failed"), "the logs were captured");
+    for secret in [PASSWORD, wrong] {
+        assert!(!seen.contains(secret), "{secret} shown in:\n{seen}");
+    }
+}
