@@ -563,7 +563,7 @@ impl Client {
             Decide::AtQuorum,
             |node| {
                 let (keys, value) = (keys.clone(), value.clone());
-                async move { node.extend(&keys, &value, ttl_ms).await }
+                async move { node.extend(&keys, &value, ttl_ms, None).await }
             },
         )
         .await;
