@@ -35,14 +35,14 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::fencing;
 use crate::lock::{Grant, Lock};
 use crate::metrics::ClientStats;
-use crate::node::{Node, Prepared};
 use crate::node::notify::Listener;
+use crate::node::{Node, Prepared};
 use crate::quorum::{self, Decide};
 use crate::report::{NodeKind, Report};
 use crate::value::OsRandomAhead;
 use quorumlock_proto::acquire::vacant;
-use quorumlock_proto::command;
 use quorumlock_proto::acquisition::{Acquisition, Output, Request};
+use quorumlock_proto::command;
 use quorumlock_proto::round::Answer;
 
 /// Sends RELEASE for `keys`/`value` to every node and waits (each node bounded by

@@ -32,6 +32,8 @@ pub(crate) struct Inner {
     pub(crate) defaults: LockOptions,
     pub(crate) runtime: Handle,
     pub(crate) stats: ClientStats,
+    /// Bounds the automatic extensions in flight at once (see `watchdog`).
+    pub(crate) extend_permits: tokio::sync::Semaphore,
     /// Whether releases publish on the key's channel (REDLOCK.md §9).
     pub(crate) notify: bool,
     /// The subscribers waiting acquisitions listen through; `None` with notification off.
@@ -329,6 +331,7 @@ impl ClientBuilder {
             defaults: self.defaults,
             runtime,
             stats: ClientStats::default(),
+            extend_permits: tokio::sync::Semaphore::new(crate::watchdog::MAX_IN_FLIGHT),
             notify: s.notify,
             notifier,
             pid: std::process::id(),

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-
 pub(crate) use quorumlock_proto::quorum::{Decide, Round, quorum};
 
 use crate::clock::MonoTime;

@@ -10,6 +10,16 @@ use crate::report::Report;
 use crate::value;
 use quorumlock_proto::hold::AfterFailure;
 
+/// How many automatic extensions of one client may be in flight at once. A client holding
+/// many locks (tens of thousands) extends in bursts: without a bound every due lock sends its
+/// round at once, replies queue behind each other past the node timeout, every extension
+/// fails and retries within 100 ms, and the retries keep the queue full (measured with 10 000
+/// locks on one thread: 41 616 failed extensions in 20 s, 99 successful). With the bound, due
+/// locks wait their turn for a permit (a round takes about one round trip, so 64 permits
+/// carry tens of thousands of extensions per second), and a round's clock starts only once
+/// it is sent. Explicit `extend` calls are not bounded.
+pub(crate) const MAX_IN_FLIGHT: usize = 64;
+
 /// Starts a watchdog of generation `gen`. It ends when the generation changes (release,
 /// drop, `set_auto_extend(false)`) or the lock is lost.
 pub(crate) fn spawn(shared: &Arc<Shared>, generation: u64) {
@@ -41,7 +51,17 @@ async fn run(shared: Arc<Shared>, generation: u64) {
         if *current.borrow() != generation {
             return;
         }
-        match lock::extend(&shared, opts.get_ttl()).await {
+        let inner = &shared.grant.inner;
+        let permit = tokio::select! {
+            _ = current.changed() => continue,
+            p = inner.extend_permits.acquire() => p,
+        };
+        if *current.borrow() != generation {
+            return;
+        }
+        let result = lock::extend(&shared, opts.get_ttl()).await;
+        drop(permit);
+        match result {
             Ok(()) => retry = false,
             Err(e) => match AfterFailure::of(&e) {
                 AfterFailure::Stop => return,

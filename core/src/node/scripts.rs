@@ -47,7 +47,11 @@ pub(crate) fn cmd(command: &Command, fallback: bool) -> (Cmd, bool) {
             (c, false)
         }
         Command::Eval { script, keys, args } => {
-            let body = if fallback { script.source() } else { sha(*script) };
+            let body = if fallback {
+                script.source()
+            } else {
+                sha(*script)
+            };
             let data = 7
                 + body.len()
                 + 20
@@ -122,7 +126,11 @@ mod tests {
                 expected.arg(a.as_slice());
             }
             let (got, _) = cmd(c, true);
-            assert_eq!(got.get_packed_command(), expected.get_packed_command(), "{c:?}");
+            assert_eq!(
+                got.get_packed_command(),
+                expected.get_packed_command(),
+                "{c:?}"
+            );
         }
     }
 

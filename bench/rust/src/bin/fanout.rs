@@ -119,7 +119,12 @@ async fn ping_round(conns: &[MultiplexedConnection], q: usize) -> Option<u64> {
 }
 
 /// The floor's cycle (every node, both phases); true if every node granted and released.
-async fn floor_op(conns: &[MultiplexedConnection], script: &redis::Script, key: &str, value: &str) -> bool {
+async fn floor_op(
+    conns: &[MultiplexedConnection],
+    script: &redis::Script,
+    key: &str,
+    value: &str,
+) -> bool {
     let sets = join_all(conns.iter().map(|c| {
         let mut c = c.clone();
         async move {
@@ -134,7 +139,8 @@ async fn floor_op(conns: &[MultiplexedConnection], script: &redis::Script, key: 
         async move { script.key(key).arg(value).invoke_async::<i64>(&mut c).await }
     }))
     .await;
-    sets.iter().all(|r| matches!(r, Ok(redis::Value::Okay))) && dels.iter().all(|r| matches!(r, Ok(1)))
+    sets.iter().all(|r| matches!(r, Ok(redis::Value::Okay)))
+        && dels.iter().all(|r| matches!(r, Ok(1)))
 }
 
 /// Median of `v` (sorted here); 0 when empty.
@@ -273,14 +279,22 @@ fn main() -> Result<(), BoxError> {
         args.delay.as_secs_f64() * 1e3,
         args.secs
     );
-    println!("| nodes | quorum | limit p50 µs | floor p50 µs | quorumlock p50 µs | acquire p50 µs | release p50 µs | quorumlock vs limit | floor vs limit |");
+    println!(
+        "| nodes | quorum | limit p50 µs | floor p50 µs | quorumlock p50 µs | acquire p50 µs | release p50 µs | quorumlock vs limit | floor vs limit |"
+    );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in &rows {
         println!(
             "| {} | {} | {} | {} | {} | {} | {} | x{:.2} | x{:.2} |",
-            r["nodes"], r["quorum"], r["limit_p50_us"], r["floor_p50_us"], r["quorumlock_p50_us"],
-            r["acquire_p50_us"], r["release_p50_us"],
-            r["vs_limit"].as_f64().unwrap_or(0.0), r["floor_vs_limit"].as_f64().unwrap_or(0.0)
+            r["nodes"],
+            r["quorum"],
+            r["limit_p50_us"],
+            r["floor_p50_us"],
+            r["quorumlock_p50_us"],
+            r["acquire_p50_us"],
+            r["release_p50_us"],
+            r["vs_limit"].as_f64().unwrap_or(0.0),
+            r["floor_vs_limit"].as_f64().unwrap_or(0.0)
         );
     }
     let g = growth("quorumlock_p50_us");

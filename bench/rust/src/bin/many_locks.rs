@@ -232,10 +232,17 @@ fn main() -> Result<(), BoxError> {
     let r = &result;
     println!(
         "many locks: {} held on {} nodes, ttl {} ms (extended every {} ms), held {:.1} s, one thread; load average {} before, {} after",
-        r["held"], r["nodes"], r["ttl_ms"], r["extend_every_ms"], r["hold_secs"].as_f64().unwrap_or(0.0),
-        r["load_before"].as_str().unwrap_or("?"), r["load_after"].as_str().unwrap_or("?")
+        r["held"],
+        r["nodes"],
+        r["ttl_ms"],
+        r["extend_every_ms"],
+        r["hold_secs"].as_f64().unwrap_or(0.0),
+        r["load_before"].as_str().unwrap_or("?"),
+        r["load_after"].as_str().unwrap_or("?")
     );
-    println!("| locks | acquire s | CPU % of a core | CPU µs per lock-second | CPU µs per extension | extensions ok / expected | failed | RSS bytes per lock | lost |");
+    println!(
+        "| locks | acquire s | CPU % of a core | CPU µs per lock-second | CPU µs per extension | extensions ok / expected | failed | RSS bytes per lock | lost |"
+    );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     println!(
         "| {} | {:.1} | {:.1} | {:.2} | {:.1} | {} / {} | {} | {:.0} | {} |",
@@ -244,7 +251,9 @@ fn main() -> Result<(), BoxError> {
         r["cpu_pct_of_core"].as_f64().unwrap_or(0.0),
         r["cpu_us_per_lock_second"].as_f64().unwrap_or(0.0),
         r["cpu_us_per_extension"].as_f64().unwrap_or(0.0),
-        r["extensions_ok"], r["extensions_expected"], r["extensions_failed"],
+        r["extensions_ok"],
+        r["extensions_expected"],
+        r["extensions_failed"],
         r["rss_bytes_per_lock"].as_f64().unwrap_or(0.0),
         r["lost"].as_u64().unwrap_or(0) + r["not_held_at_end"].as_u64().unwrap_or(0),
     );
