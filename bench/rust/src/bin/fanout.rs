@@ -84,7 +84,7 @@ fn parse_args() -> Result<Args, String> {
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
     }
-    if !(args.secs.is_finite() && args.secs > 0.0) || args.nodes.iter().any(|&n| n == 0) {
+    if !(args.secs.is_finite() && args.secs > 0.0) || args.nodes.contains(&0) {
         return Err("--secs must be positive and --nodes list positive counts".into());
     }
     Ok(args)
