@@ -1,6 +1,7 @@
 """Prints the hand-off benchmark side by side (a Markdown table) from the JSON files of
 bench/rust/src/bin/handoff.rs and bench/node/handoff.mjs, with the ratios and the goals of
-issue 8 item 4. Used by `bench/run handoff`; not a test.
+issue 8 item 4 and issue 20 goal 5 (with `--outside-ms`: per-worker counts within 2x of each
+other). Used by `bench/run handoff`; not a test.
 
     python3 bench/handoff_table.py RUST_JSON NODE_JSON
 """
@@ -11,6 +12,8 @@ import sys
 # Goals of issue 8 item 4: quorumlock (notify on) vs the best peer.
 TPUT_GOAL = 2.0
 GAP_P50_GOAL_US = 500
+# Goal of issue 20: the busiest worker at most this many times the least busy one.
+FAIRNESS_GOAL = 2.0
 
 
 def handoffs_per_sec(r):
@@ -30,6 +33,7 @@ def main(rust_path, node_path):
     rows = rust["rows"] + node["rows"]
     print(
         f"Hand-off: {rust['workers']} workers x 1 resource, hold {rust['hold_ms']:g} ms, "
+        f"then {rust.get('outside_ms', 0):g} ms of work outside the lock, "
         f"{rust['secs']:g} s per row after a {rust['warmup_secs']:g} s warm-up, "
         f"{rust['nodes']} nodes (persist {rust['persist']}), ttl {rust['ttl_ms']} ms, "
         f"retry count {rust['retry_count']}, quorumlock wait budget {rust['wait_ms']} ms."
@@ -108,6 +112,11 @@ def main(rust_path, node_path):
             f"(goal >= {TPUT_GOAL:g}: {verdict(ratio >= TPUT_GOAL)}); "
             f"median gap {q['gap_p50_us']} µs (goal <= {GAP_P50_GOAL_US}: "
             f"{verdict(q['gap_p50_us'] <= GAP_P50_GOAL_US)})"
+        )
+        spread = ratio_of(q["per_worker_max"], q["per_worker_min"])
+        print(
+            f"{'':{len(name)}}  per-worker counts {q['per_worker_min']}..{q['per_worker_max']}: "
+            f"x{spread:.2f} (goal <= {FAIRNESS_GOAL:g}: {verdict(spread <= FAIRNESS_GOAL)})"
         )
         h_ratio = ratio_of(handoffs_per_sec(q), handoffs_per_sec(best_handoff))
         print(

@@ -1,10 +1,10 @@
 // Hand-off benchmark of node-redlock (the peer of bench/rust/src/bin/handoff.rs): `--workers`
 // async workers (8) in this one Node process contend for ONE resource; each has its own Redlock
 // instance over its own 5 ioredis connections and loops { acquire (retryCount 1e6: it never
-// gives up), hold `--hold-ms` (1 ms, setTimeout), release } for `--secs` (10 s) after a 0.5 s
-// warm-up.
+// gives up), hold `--hold-ms` (1 ms, setTimeout), release, then work `--outside-ms` (0)
+// outside the lock (setTimeout) } for `--secs` (10 s) after a 0.5 s warm-up.
 //
-//   node bench/node/handoff.mjs [--secs 10] [--workers 8] [--hold-ms 1] [--short-delay-ms 10]
+//   node bench/node/handoff.mjs [--secs 10] [--workers 8] [--hold-ms 1] [--outside-ms 0] [--short-delay-ms 10]
 //                               [--short-jitter-ms 10] [--only id,...] [--json FILE]
 //
 // Rows: redlock 5.0.0-beta.2 and 4.2.0 with their default retryDelay 200 ms and retryJitter
@@ -210,6 +210,7 @@ async function runRow (row, urls, opts, runId) {
       }
       const releaseEnd = now()
       holds.push({ worker: w, acquired, releaseStart, releaseEnd, attempts: api.attempts(lock) })
+      if (opts.outsideMs > 0) await sleep(opts.outsideMs)
     }
   }
   await Promise.all(apis.map((_, w) => worker(w)))
@@ -254,6 +255,7 @@ async function main () {
       secs: { type: 'string', default: '10' },
       workers: { type: 'string', default: '8' },
       'hold-ms': { type: 'string', default: '1' },
+      'outside-ms': { type: 'string', default: '0' },
       'short-delay-ms': { type: 'string', default: '10' },
       'short-jitter-ms': { type: 'string', default: '10' },
       only: { type: 'string', default: '' },
@@ -263,10 +265,11 @@ async function main () {
   const opts = {
     secs: Number(values.secs),
     workers: Number(values.workers),
-    holdMs: Number(values['hold-ms'])
+    holdMs: Number(values['hold-ms']),
+    outsideMs: Number(values['outside-ms'])
   }
-  if (!(opts.secs > 0) || !(opts.workers >= 2) || !(opts.holdMs >= 0)) {
-    throw new RangeError('--secs must be positive, --workers at least 2, --hold-ms non-negative')
+  if (!(opts.secs > 0) || !(opts.workers >= 2) || !(opts.holdMs >= 0) || !(opts.outsideMs >= 0)) {
+    throw new RangeError('--secs must be positive, --workers at least 2, --hold-ms and --outside-ms non-negative')
   }
   const only = new Set(values.only.split(',').filter(Boolean))
   const selected = rows(Number(values['short-delay-ms']), Number(values['short-jitter-ms']))
@@ -274,7 +277,7 @@ async function main () {
   const loadBefore = loadavg().map((x) => x.toFixed(2)).join(' ')
   const [urls, runDir] = startNodes()
   console.error(`node-redlock hand-off: ${opts.workers} workers x 1 resource, ` +
-    `hold ${opts.holdMs} ms, ${opts.secs} s per row, ${urls.length} nodes, load average ${loadBefore}`)
+    `hold ${opts.holdMs} ms, outside ${opts.outsideMs} ms, ${opts.secs} s per row, ${urls.length} nodes, load average ${loadBefore}`)
   const out = []
   try {
     let runId = 0
@@ -289,6 +292,7 @@ async function main () {
   const result = {
     workers: opts.workers,
     hold_ms: opts.holdMs,
+    outside_ms: opts.outsideMs,
     secs: opts.secs,
     nodes: urls.length,
     ttl_ms: TTL_MS,

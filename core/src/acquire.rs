@@ -35,13 +35,14 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::fencing;
 use crate::lock::{Grant, Lock};
 use crate::metrics::ClientStats;
-use crate::node::Node;
 use crate::node::notify::Listener;
+use crate::node::{Node, Prepared};
 use crate::quorum::{self, Decide};
 use crate::report::{NodeKind, Report};
-use crate::value::OsRandom;
+use crate::value::OsRandomAhead;
 use quorumlock_proto::acquire::vacant;
 use quorumlock_proto::acquisition::{Acquisition, Output, Request};
+use quorumlock_proto::command;
 use quorumlock_proto::round::Answer;
 
 /// Sends RELEASE for `keys`/`value` to every node and waits (each node bounded by
@@ -62,9 +63,11 @@ async fn release_on(
     value: &Arc<str>,
     timeout: Duration,
 ) -> Report {
+    let prepared = Prepared::new(command::release(keys, value, inner.notify));
     quorum::round(nodes, timeout, Decide::All, |node| {
         let (keys, value, notify) = (keys.clone(), value.clone(), inner.notify);
-        async move { node.release(&keys, &value, notify).await }
+        let prepared = prepared.clone();
+        async move { node.release(&keys, &value, notify, Some(&prepared)).await }
     })
     .await
     .into_report()
@@ -138,6 +141,8 @@ struct Driver<'a> {
     /// Nodes reported as timed out, by round: their late replies stay out of the metrics.
     timed_out: Vec<(u64, usize)>,
     cleanup: Option<JoinHandle<()>>,
+    /// The ACQUIRE of the current round, built once for all nodes.
+    prepared: Option<(u64, Arc<Prepared>)>,
     listening: Option<Listening<'a>>,
     listener: Option<Listener>,
 }
@@ -166,10 +171,26 @@ impl Driver<'_> {
         };
         let (keys, ttl_ms, counter_ttl_ms) =
             (self.all_keys.clone(), self.ttl_ms, self.counter_ttl_ms);
+        // Every node of a round gets the same ACQUIRE: build it once per round.
+        let prepared = match &request {
+            Request::Acquire { value } => Some(match &self.prepared {
+                Some((r, p)) if *r == round => p.clone(),
+                _ => {
+                    let p = Prepared::new(command::acquire(&keys, value, ttl_ms));
+                    self.prepared = Some((round, p.clone()));
+                    p
+                }
+            }),
+            _ => None,
+        };
         let sent = MonoTime::now();
         let mut fut: Pin<Box<dyn Future<Output = Reply> + Send>> = Box::pin(async move {
             let (answer, counters) = match request {
-                Request::Acquire { value } => (node.acquire(&keys, &value, ttl_ms).await, None),
+                Request::Acquire { value } => (
+                    node.acquire(&keys, &value, ttl_ms, prepared.as_deref())
+                        .await,
+                    None,
+                ),
                 Request::FencedAcquire { value } => {
                     match node
                         .fenced_acquire(&keys, &value, ttl_ms, counter_ttl_ms)
@@ -286,12 +307,14 @@ async fn attempts(
         ready: Vec::new(),
         timed_out: Vec::new(),
         cleanup: None,
+        prepared: None,
         listening: None,
         listener: None,
     };
     let timeout = d.m.node_timeout();
+    let mut random = OsRandomAhead::new();
     loop {
-        while let Some(out) = d.m.poll_output(now_us(), &mut OsRandom) {
+        while let Some(out) = d.m.poll_output(now_us(), &mut random) {
             match out {
                 Output::Attempt { number } => {
                     ClientStats::bump(&inner.stats.attempts);

@@ -32,6 +32,8 @@ pub(crate) struct Inner {
     pub(crate) defaults: LockOptions,
     pub(crate) runtime: Handle,
     pub(crate) stats: ClientStats,
+    /// Bounds the automatic extensions in flight at once (see `watchdog`).
+    pub(crate) extend_permits: tokio::sync::Semaphore,
     /// Whether releases publish on the key's channel (REDLOCK.md §9).
     pub(crate) notify: bool,
     /// The subscribers waiting acquisitions listen through; `None` with notification off.
@@ -338,6 +340,7 @@ impl ClientBuilder {
             defaults: self.defaults,
             runtime,
             stats: ClientStats::default(),
+            extend_permits: tokio::sync::Semaphore::new(crate::watchdog::MAX_IN_FLIGHT),
             notify: s.notify,
             notifier,
             pid: std::process::id(),
@@ -578,7 +581,7 @@ impl Client {
             Decide::AtQuorum,
             |node| {
                 let (keys, value) = (keys.clone(), value.clone());
-                async move { node.extend(&keys, &value, ttl_ms).await }
+                async move { node.extend(&keys, &value, ttl_ms, None).await }
             },
         )
         .await;

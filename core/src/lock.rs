@@ -12,9 +12,11 @@ use crate::clock::MonoTime;
 use crate::config::LockOptions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::metrics::ClientStats;
+use crate::node::Prepared;
 use crate::quorum::{self, Decide};
 use crate::report::Report;
 use crate::watchdog;
+use quorumlock_proto::command;
 use quorumlock_proto::hold::{ExtendOutcome, Hold};
 
 /// What a successful acquisition hands to [`Lock::new`].
@@ -381,9 +383,10 @@ async fn extend_once(shared: &Shared, ttl: Duration) -> Result<()> {
         }
     };
     let ttl_ms = extend.ttl_ms();
+    let prepared = Prepared::new(command::extend(&g.keys, &g.value, ttl_ms));
     let round = quorum::round(&g.inner.nodes, extend.timeout(), Decide::AtQuorum, |node| {
-        let (keys, value) = (g.keys.clone(), g.value.clone());
-        async move { node.extend(&keys, &value, ttl_ms).await }
+        let (keys, value, prepared) = (g.keys.clone(), g.value.clone(), prepared.clone());
+        async move { node.extend(&keys, &value, ttl_ms, Some(&prepared)).await }
     })
     .await;
     let t2 = MonoTime::now().as_micros();

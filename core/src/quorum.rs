@@ -8,9 +8,6 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use futures_util::StreamExt;
-use futures_util::stream::FuturesUnordered;
-
 pub(crate) use quorumlock_proto::quorum::{Decide, Round, quorum};
 
 use crate::clock::MonoTime;
@@ -48,23 +45,22 @@ where
     // on its connection) before the round can be decided: a request first polled after the
     // decision could land behind the cleanup of a failed attempt and leave its key behind.
     let mut first = Vec::with_capacity(n);
-    let mut rest = Vec::with_capacity(n);
-    let mut started: Vec<(usize, Pin<Box<Fut>>)> = nodes
+    let mut pending: Vec<(usize, Pin<Box<Fut>>)> = nodes
         .iter()
         .enumerate()
         .map(|(i, node)| (i, Box::pin(op(node.clone()))))
         .collect();
     std::future::poll_fn(|cx| {
-        for (i, mut fut) in started.drain(..) {
-            match fut.as_mut().poll(cx) {
-                Poll::Ready(outcome) => first.push((i, outcome)),
-                Poll::Pending => rest.push(async move { (i, fut.await) }),
+        pending.retain_mut(|(i, fut)| match fut.as_mut().poll(cx) {
+            Poll::Ready(outcome) => {
+                first.push((*i, outcome));
+                false
             }
-        }
+            Poll::Pending => true,
+        });
         Poll::Ready(())
     })
     .await;
-    let mut pending: FuturesUnordered<_> = rest.into_iter().collect();
     let (mut ok, mut answered) = (0usize, 0usize);
     let mut record = |i: usize, outcome: Result<NodeKind, NodeFailure>| {
         answered += 1;
@@ -89,13 +85,10 @@ where
     for (i, outcome) in first {
         decided |= record(i, outcome);
     }
-    while !decided {
+    while !decided && !pending.is_empty() {
         let (i, outcome) = tokio::select! {
             biased;
-            next = pending.next() => match next {
-                Some(x) => x,
-                None => break,
-            },
+            x = next_reply(&mut pending) => x,
             () = &mut timer => {
                 for (j, slot) in results.iter_mut().enumerate().filter(|(_, r)| r.kind == NodeKind::Pending) {
                     nodes[j].stats.observe(NodeKind::Timeout, None);
@@ -122,7 +115,8 @@ where
             .map(|(node, r)| (r.kind == NodeKind::Pending).then(|| node.clone()))
             .collect();
         tokio::spawn(tokio::time::timeout(DRAIN_BOUND, async move {
-            while let Some((i, outcome)) = pending.next().await {
+            while !pending.is_empty() {
+                let (i, outcome) = next_reply(&mut pending).await;
                 if let Some(node) = &late[i] {
                     let kind = outcome.unwrap_or_else(|(kind, _)| kind);
                     node.stats.observe(kind, Some(MonoTime::now() - start));
@@ -131,4 +125,24 @@ where
         }));
     }
     Round { results }
+}
+
+/// The first of `pending` to finish, removed from it; never completes when it is empty.
+///
+/// A round has a handful of requests, so polling each one on every wake-up costs less than
+/// the allocation and bookkeeping per request of a `FuturesUnordered`.
+async fn next_reply<T, Fut>(pending: &mut Vec<(usize, Pin<Box<Fut>>)>) -> (usize, T)
+where
+    Fut: Future<Output = T>,
+{
+    std::future::poll_fn(|cx| {
+        for k in 0..pending.len() {
+            if let Poll::Ready(outcome) = pending[k].1.as_mut().poll(cx) {
+                let (i, _) = pending.swap_remove(k);
+                return Poll::Ready((i, outcome));
+            }
+        }
+        Poll::Pending
+    })
+    .await
 }

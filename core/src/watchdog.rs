@@ -10,6 +10,17 @@ use crate::report::Report;
 use crate::value;
 use quorumlock_proto::hold::AfterFailure;
 
+/// How many automatic extensions of one client may be in flight at once. A client holding
+/// many locks (tens of thousands) extends in bursts: without a bound every due lock sends its
+/// round at once, replies queue behind each other past the node timeout, every extension
+/// fails and retries within 100 ms, and the retries keep the queue full (measured with 10 000
+/// locks on one thread: 41 616 failed extensions in 20 s, 99 successful). With the bound, due
+/// locks wait their turn for a permit, and a round's clock starts only once it is sent. The
+/// bound caps the rate at about `MAX_IN_FLIGHT` per round trip: 64 carried 3 700 extensions
+/// per second on a loaded machine (15 ms round trips), short of the 10 000 per second that
+/// 100 000 locks at a 10 s interval need. Explicit `extend` calls are not bounded.
+pub(crate) const MAX_IN_FLIGHT: usize = 256;
+
 /// Starts a watchdog of generation `gen`. It ends when the generation changes (release,
 /// drop, `set_auto_extend(false)`) or the lock is lost.
 pub(crate) fn spawn(shared: &Arc<Shared>, generation: u64) {
@@ -41,7 +52,17 @@ async fn run(shared: Arc<Shared>, generation: u64) {
         if *current.borrow() != generation {
             return;
         }
-        match lock::extend(&shared, opts.get_ttl()).await {
+        let inner = &shared.grant.inner;
+        let permit = tokio::select! {
+            _ = current.changed() => continue,
+            p = inner.extend_permits.acquire() => p,
+        };
+        if *current.borrow() != generation {
+            return;
+        }
+        let result = lock::extend(&shared, opts.get_ttl()).await;
+        drop(permit);
+        match result {
             Ok(()) => retry = false,
             Err(e) => match AfterFailure::of(&e) {
                 AfterFailure::Stop => return,

@@ -4,12 +4,19 @@
 //!
 //! ```text
 //! cargo run --release -p quorumlock-bench -- [--secs 3] [--persist none|always|everysec]
-//!                                           [--rounds 2] [--json]
+//!                                           [--rounds 2] [--conc 1,16,64] [--callgrind]
+//!                                           [--json]
 //! ```
 //!
 //! For each concurrency the implementations alternate (floor, quorumlock, floor, ...) for
 //! `--rounds` rounds each; the reported run of each is its best by throughput. The exit
 //! status is 0 whether the goals are met or not.
+//!
+//! `--callgrind` adds the client's CPU cost per acquire+release, free of load noise: this
+//! binary runs itself under `valgrind --tool=callgrind` (`--count floor|quorumlock --cycles
+//! N`, on the same nodes) for two cycle counts, and the difference of the instruction
+//! totals divided by the difference of the cycles is the instruction count of one cycle
+//! (start-up, connection and warm-up cancel out).
 #![forbid(unsafe_code)]
 
 use std::time::Duration;
@@ -27,14 +34,18 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 const NODES: usize = 5;
 /// Tokio worker threads.
 const WORKERS: usize = 2;
-/// Concurrencies measured, in order.
-const CONCURRENCY: [usize; 2] = [16, 64];
+/// Concurrencies measured, in order (c=1 is the unloaded latency).
+const CONCURRENCY: [usize; 3] = [1, 16, 64];
+/// Goal: quorumlock instructions per cycle at most this multiple of the floor's.
+const INSTR_GOAL: f64 = 1.15;
+/// Cycles of the two callgrind runs per implementation (their difference is measured).
+const CALLGRIND_CYCLES: [u64; 2] = [200, 1200];
 /// Warm-up of every run before latencies are recorded.
 const WARMUP: Duration = Duration::from_millis(500);
 /// TTL of every lock in milliseconds, floor and quorumlock alike.
 const TTL_MS: u64 = 10_000;
 /// Goal: quorumlock p50 at most this multiple of the floor's.
-const P50_GOAL: f64 = 1.1;
+const P50_GOAL: f64 = 1.05;
 /// Goal: quorumlock throughput at least this multiple of the floor's.
 const TPUT_GOAL: f64 = 1.0;
 /// Names of the implementations: index 0 is the floor, 1 is quorumlock.
@@ -43,8 +54,9 @@ const IMPLS: [&str; 2] = ["floor", "quorumlock"];
 const RELEASE_LUA: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
                            return redis.call('DEL', KEYS[1]) else return 0 end";
 /// Printed for `--help` and bad arguments.
-const USAGE: &str =
-    "usage: quorumlock-bench [--secs S] [--persist none|always|everysec] [--rounds N] [--json]";
+const USAGE: &str = "usage: quorumlock-bench [--secs S] [--persist none|always|everysec] \
+[--rounds N] [--conc 1,16,64] [--callgrind] [--json]
+       quorumlock-bench --count floor|quorumlock --cycles N --nodes URL,URL,...";
 
 /// Command-line settings.
 struct Args {
@@ -56,6 +68,13 @@ struct Args {
     rounds: usize,
     /// Print one JSON object instead of the table.
     json: bool,
+    /// Concurrencies to measure.
+    conc: Vec<usize>,
+    /// Also count instructions per cycle under callgrind.
+    callgrind: bool,
+    /// Count mode (run under callgrind by `--callgrind`): the implementation (0 floor,
+    /// 1 quorumlock), the cycles and the nodes.
+    count: Option<(usize, u64, Vec<String>)>,
 }
 
 /// Parses the command line; `Err` holds the message to print.
@@ -65,7 +84,11 @@ fn parse_args() -> Result<Args, String> {
         persist: Persist::None,
         rounds: 2,
         json: false,
+        conc: CONCURRENCY.to_vec(),
+        callgrind: false,
+        count: None,
     };
+    let (mut count_impl, mut cycles, mut nodes) = (None, 0u64, Vec::new());
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or(format!("{flag} needs a value\n{USAGE}"));
@@ -74,12 +97,38 @@ fn parse_args() -> Result<Args, String> {
             "--persist" => args.persist = value()?.parse()?,
             "--rounds" => args.rounds = value()?.parse().map_err(|e| format!("--rounds: {e}"))?,
             "--json" => args.json = true,
+            "--callgrind" => args.callgrind = true,
+            "--conc" => {
+                let v = value()?;
+                let conc: Result<Vec<usize>, _> = v.split(',').map(str::parse).collect();
+                args.conc = conc.map_err(|e| format!("--conc: {e}"))?;
+            }
+            "--count" => {
+                let v = value()?;
+                count_impl = Some(
+                    IMPLS
+                        .iter()
+                        .position(|i| *i == v)
+                        .ok_or(format!("--count: {v:?} is neither floor nor quorumlock"))?,
+                );
+            }
+            "--cycles" => cycles = value()?.parse().map_err(|e| format!("--cycles: {e}"))?,
+            "--nodes" => nodes = value()?.split(',').map(String::from).collect(),
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
     }
     if !(args.secs.is_finite() && args.secs > 0.0) || args.rounds == 0 {
         return Err("--secs and --rounds must be positive".into());
+    }
+    if args.conc.is_empty() || args.conc.contains(&0) {
+        return Err("--conc must list positive concurrencies".into());
+    }
+    if let Some(which) = count_impl {
+        if nodes.is_empty() {
+            return Err(format!("--count needs --nodes\n{USAGE}"));
+        }
+        args.count = Some((which, cycles, nodes));
     }
     Ok(args)
 }
@@ -238,9 +287,10 @@ fn verdict(met: bool) -> &'static str {
 }
 
 /// Prints the table of all cases to stdout.
-fn print_table(args: &Args, cases: &[Case]) {
+fn print_table(args: &Args, cases: &[Case], instr: Option<[f64; 2]>, load: &[String; 2]) {
     let (p, s, r) = (args.persist, args.secs, args.rounds);
     println!("quorumlock bench: {NODES} nodes (persist {p}), {s} s per case");
+    println!("load average {} before, {} after", load[0], load[1]);
     println!("(floor and quorumlock alternate, {r} runs each; best run by throughput shown)");
     let h = ["case", "impl", "ops/s", "p50 µs", "p99 µs", "errors"];
     println!(
@@ -260,10 +310,17 @@ fn print_table(args: &Args, cases: &[Case]) {
             format!("{case} ratio")
         );
     }
+    if let Some([f, q]) = instr {
+        let r = q / f.max(1.0);
+        println!(
+            "instructions per acquire+release (callgrind, client process): floor {f:.0}, quorumlock {q:.0}: x{r:.2} (goal <= {INSTR_GOAL}: {})",
+            verdict(r <= INSTR_GOAL)
+        );
+    }
 }
 
 /// All numbers as one JSON object.
-fn to_json(args: &Args, cases: &[Case]) -> Json {
+fn to_json(args: &Args, cases: &[Case], instr: Option<[f64; 2]>, load: &[String; 2]) -> Json {
     let runs = |r: &[Stats]| r.iter().map(Stats::json).collect::<Vec<_>>();
     let cases: Vec<Json> = cases
         .iter()
@@ -282,11 +339,16 @@ fn to_json(args: &Args, cases: &[Case]) -> Json {
         "nodes": NODES, "persist": args.persist.as_str(), "secs_per_run": args.secs,
         "warmup_secs": WARMUP.as_secs_f64(), "rounds": args.rounds,
         "pick": "best run by throughput", "worker_threads": WORKERS, "cases": cases,
+        "load_before": load[0], "load_after": load[1],
+        "instructions_per_cycle": instr.map(|[f, q]| json!({
+            "floor": f, "quorumlock": q, "ratio": q / f.max(1.0), "goal": INSTR_GOAL,
+            "cycles": CALLGRIND_CYCLES,
+        })),
     })
 }
 
-/// Connects both implementations to the nodes and runs every case, alternating them.
-async fn bench(args: &Args, urls: &[String]) -> Result<Vec<Case>, BoxError> {
+/// Connects both implementations to the nodes.
+async fn connect(urls: &[String], persist: Persist) -> Result<Env, BoxError> {
     let mut conns = Vec::with_capacity(urls.len());
     for url in urls {
         let client = redis::Client::open(url.as_str())?;
@@ -302,21 +364,26 @@ async fn bench(args: &Args, urls: &[String]) -> Result<Vec<Case>, BoxError> {
         .require_quorum(true)
         // Fresh nodes without durable writes would sit in the restart quarantine for
         // max_ttl + 5 s; the benchmark measures the algorithm, not the quarantine.
-        .quarantine(if args.persist == Persist::Always {
+        .quarantine(if persist == Persist::Always {
             Quarantine::On
         } else {
             Quarantine::Off
         })
         .connect()
         .await?;
-    let env = Env {
+    Ok(Env {
         conns,
         client,
         opts,
-    };
+    })
+}
+
+/// Connects both implementations to the nodes and runs every case, alternating them.
+async fn bench(args: &Args, urls: &[String]) -> Result<Vec<Case>, BoxError> {
+    let env = connect(urls, args.persist).await?;
     let window = Duration::from_secs_f64(args.secs);
     let (mut cases, mut run_id) = (Vec::new(), 0);
-    for conc in CONCURRENCY {
+    for &conc in &args.conc {
         let mut case = Case {
             conc,
             runs: [Vec::new(), Vec::new()],
@@ -337,11 +404,87 @@ async fn bench(args: &Args, urls: &[String]) -> Result<Vec<Case>, BoxError> {
     Ok(cases)
 }
 
+/// Count mode (the program under callgrind): 20 warm-up cycles, then `cycles` sequential
+/// acquire+release cycles of one implementation on one key. Fails on a failed cycle.
+async fn count(which: usize, cycles: u64, urls: &[String]) -> Result<(), BoxError> {
+    let mut env = connect(urls, Persist::None).await?;
+    let script = redis::Script::new(RELEASE_LUA);
+    let key = format!("bench:count:{}", std::process::id());
+    for i in 0..20 + cycles {
+        let ok = if which == 1 {
+            quorumlock_op(&env.client, &env.opts, &key).await
+        } else {
+            let value = format!("{:016x}{i:024x}", std::process::id());
+            floor_op(&mut env.conns, &script, &key, &value).await
+        };
+        if !ok {
+            return Err(format!("cycle {i} of {} failed", IMPLS[which]).into());
+        }
+    }
+    Ok(())
+}
+
+/// Instructions per cycle of each implementation (floor, quorumlock) under callgrind:
+/// `(I(b) - I(a)) / (b - a)` for the two cycle counts of [`CALLGRIND_CYCLES`]. Keeps the
+/// output files in `$QL_CALLGRIND_DIR` when set (for `callgrind_annotate`).
+fn callgrind(urls: &[String]) -> Result<[f64; 2], BoxError> {
+    let exe = std::env::current_exe()?;
+    let keep = std::env::var_os("QL_CALLGRIND_DIR").map(std::path::PathBuf::from);
+    let dir = keep.clone().unwrap_or_else(std::env::temp_dir);
+    std::fs::create_dir_all(&dir)?;
+    let mut per_cycle = [0.0; 2];
+    for (which, name) in IMPLS.iter().enumerate() {
+        let mut totals = [0u64; 2];
+        for (k, cycles) in CALLGRIND_CYCLES.iter().enumerate() {
+            let out = dir.join(format!("callgrind.{name}.{cycles}.{}", std::process::id()));
+            let status = std::process::Command::new("valgrind")
+                .arg("--tool=callgrind")
+                .arg(format!("--callgrind-out-file={}", out.display()))
+                .arg(&exe)
+                .args(["--count", name, "--cycles", &cycles.to_string(), "--nodes"])
+                .arg(urls.join(","))
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()?;
+            if !status.success() {
+                return Err(format!("valgrind on {name} x{cycles} failed: {status}").into());
+            }
+            let text = std::fs::read_to_string(&out)?;
+            totals[k] = text
+                .lines()
+                .find_map(|l| l.strip_prefix("summary:").or(l.strip_prefix("totals:")))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+                .ok_or("no instruction total in the callgrind output")?;
+            if keep.is_none() {
+                let _ = std::fs::remove_file(&out);
+            }
+            eprintln!("  callgrind {name} x{cycles}: {} instructions", totals[k]);
+        }
+        let d = (CALLGRIND_CYCLES[1] - CALLGRIND_CYCLES[0]) as f64;
+        per_cycle[which] = totals[1].saturating_sub(totals[0]) as f64 / d;
+    }
+    Ok(per_cycle)
+}
+
+/// The load average (1, 5, 15 min) as text.
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
 fn main() -> Result<(), BoxError> {
     let args = parse_args().unwrap_or_else(|msg| {
         eprintln!("{msg}");
         std::process::exit(2);
     });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(WORKERS)
+        .enable_all()
+        .build()?;
+    if let Some((which, cycles, urls)) = &args.count {
+        return rt.block_on(count(*which, *cycles, urls));
+    }
     eprintln!(
         "starting {NODES} redis-server nodes (persist {})",
         args.persist
@@ -350,17 +493,21 @@ fn main() -> Result<(), BoxError> {
         .nodes(NODES)
         .persist(args.persist)
         .start()?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(WORKERS)
-        .enable_all()
-        .build()?;
+    let load_before = loadavg();
     let cases = rt.block_on(bench(&args, &cluster.urls()))?;
+    let load_after = loadavg();
     drop(rt);
-    drop(cluster);
-    if args.json {
-        println!("{}", to_json(&args, &cases));
+    let instr = if args.callgrind {
+        Some(callgrind(&cluster.urls())?)
     } else {
-        print_table(&args, &cases);
+        None
+    };
+    drop(cluster);
+    let load = [load_before, load_after];
+    if args.json {
+        println!("{}", to_json(&args, &cases, instr, &load));
+    } else {
+        print_table(&args, &cases, instr, &load);
     }
     Ok(())
 }

@@ -31,6 +31,26 @@ use target::{Conn, reply};
 /// How long an echo check of a connection waits for its reply.
 const VERIFY_BOUND: Duration = Duration::from_secs(30);
 
+/// One of the protocol's commands built once for every node of a round (the same keys and
+/// arguments go to each node): its redis-rs form, `EVALSHA` for a script, is shared by the
+/// nodes' connections instead of being rebuilt per node.
+pub(crate) struct Prepared {
+    command: Command,
+    cmd: Cmd,
+    script: bool,
+}
+
+impl Prepared {
+    pub(crate) fn new(command: Command) -> Arc<Self> {
+        let (cmd, script) = scripts::cmd(&command, false);
+        Arc::new(Self {
+            command,
+            cmd,
+            script,
+        })
+    }
+}
+
 /// A failed request on one node: the kind and a short text.
 pub(crate) type NodeFailure = (NodeKind, String);
 
@@ -394,15 +414,36 @@ impl Node {
         traffic: Traffic,
     ) -> Result<Reply, NodeFailure> {
         let link = self.link(traffic)?;
-        let mut conn = link.conn.clone();
         let (first, script) = scripts::cmd(command, false);
-        let r = match reply(conn.send(&first).await) {
+        self.run_on(&link, command, &first, script).await
+    }
+
+    /// [`run`](Self::run) with a command built once for every node of a round.
+    pub(crate) async fn run_prepared(
+        &self,
+        prepared: &Prepared,
+        traffic: Traffic,
+    ) -> Result<Reply, NodeFailure> {
+        let link = self.link(traffic)?;
+        let (command, first, script) = (&prepared.command, &prepared.cmd, prepared.script);
+        self.run_on(&link, command, first, script).await
+    }
+
+    async fn run_on(
+        &self,
+        link: &Link,
+        command: &Command,
+        first: &Cmd,
+        script: bool,
+    ) -> Result<Reply, NodeFailure> {
+        let mut conn = link.conn.clone();
+        let r = match reply(conn.send(first).await) {
             Err(e) if script && e.kind() == RedisKind::Server(ServerErrorKind::NoScript) => {
                 reply(conn.send(&scripts::cmd(command, true).0).await)
             }
             other => other,
         };
-        self.finish(&link, r).map(scripts::reply)
+        self.finish(link, r).map(scripts::reply)
     }
 
     fn finish(&self, link: &Link, r: redis::RedisResult<Value>) -> Result<Value, NodeFailure> {

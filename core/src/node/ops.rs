@@ -6,7 +6,7 @@
 use futures_util::future::join_all;
 use quorumlock_proto::command;
 
-use super::{Node, NodeFailure, Traffic, slots};
+use super::{Node, NodeFailure, Prepared, Traffic, slots};
 use crate::report::NodeKind;
 
 impl Node {
@@ -25,14 +25,20 @@ impl Node {
     }
 
     /// ACQUIRE on this node: `SET key value NX PX ttl` for one key, ACQUIRE-MULTI for a set.
-    /// `Ok` is a vote for, `HeldByOther` a key already present.
+    /// `Ok` is a vote for, `HeldByOther` a key already present. `prepared`, when given, is
+    /// `command::acquire(keys, value, ttl_ms)` built once for the round.
     pub(crate) async fn acquire(
         &self,
         keys: &[Vec<u8>],
         value: &str,
         ttl_ms: u64,
+        prepared: Option<&Prepared>,
     ) -> Result<NodeKind, NodeFailure> {
         let Some(groups) = self.split(keys, 1)? else {
+            if let Some(p) = prepared {
+                let reply = self.run_prepared(p, Traffic::Lock).await?;
+                return command::read_acquire(&reply);
+            }
             return self.acquire_slot(keys, value, ttl_ms).await;
         };
         let parts = join_all(groups.iter().map(|g| {
@@ -71,7 +77,7 @@ impl Node {
         if won.iter().all(|w| matches!(w, Ok(true))) {
             return Ok(NodeKind::Ok);
         }
-        if let Err((kind, text)) = self.release(lock_keys, value, false).await {
+        if let Err((kind, text)) = self.release(lock_keys, value, false, None).await {
             // Not an "untouched" kind: the attempt's own cleanup tries again.
             return Err((
                 NodeKind::Other,
@@ -88,13 +94,21 @@ impl Node {
     /// `ttl_ms` long), `NotHeld` when a key was absent, `HeldByOther` when another value held
     /// one. Nothing is written unless the answer is `Ok` (on a cluster member, each slot's
     /// keys are lengthened only if that slot's keys all held the value).
+    ///
+    /// `prepared`, when given, is `command::extend(keys, value, ttl_ms)` built once for the
+    /// round.
     pub(crate) async fn extend(
         &self,
         keys: &[Vec<u8>],
         value: &str,
         ttl_ms: u64,
+        prepared: Option<&Prepared>,
     ) -> Result<NodeKind, NodeFailure> {
         let Some(groups) = self.split(keys, 1)? else {
+            if let Some(p) = prepared {
+                let reply = self.run_prepared(p, Traffic::Lock).await?;
+                return command::read_extend(&reply);
+            }
             return self.extend_slot(keys, value, ttl_ms).await;
         };
         let parts = join_all(groups.iter().map(|g| {
@@ -123,15 +137,23 @@ impl Node {
 
     /// RELEASE on this node: `Released` (all keys deleted), `Partial` (some), `HeldByOther`
     /// (none, another value present) or `NotHeld`. With `notify`, each deleted key is
-    /// published on its release channel.
+    /// published on its release channel. `prepared`, when given, is
+    /// `command::release(keys, value, notify)` built once for the round.
     pub(crate) async fn release(
         &self,
         keys: &[Vec<u8>],
         value: &str,
         notify: bool,
+        prepared: Option<&Prepared>,
     ) -> Result<NodeKind, NodeFailure> {
         let (deleted, other) = match self.split(keys, 1)? {
-            None => self.release_slot(keys, value, notify).await?,
+            None => match prepared {
+                Some(p) => {
+                    let reply = self.run_prepared(p, Traffic::Any).await?;
+                    command::read_release(&reply, keys.len())?
+                }
+                None => self.release_slot(keys, value, notify).await?,
+            },
             Some(groups) => {
                 let parts = join_all(groups.iter().map(|g| {
                     let sub = slots::subset(keys, 1, g);

@@ -22,19 +22,45 @@ fn sha(script: Script) -> &'static str {
 
 /// The redis-rs command for `command`: scripts as `EVALSHA`, or `EVAL` with the source when
 /// `fallback` is set. The second value is true for scripts (which may need the fallback).
+///
+/// The command's buffers are sized once up front: built argument by argument, a `Cmd` grows
+/// its buffer several times, which cost more than the rest of the request's client side.
 pub(crate) fn cmd(command: &Command, fallback: bool) -> (Cmd, bool) {
     match command {
+        Command::SetNx { key, value, ttl_ms } => {
+            let mut c = Cmd::with_capacity(6, 3 + key.len() + value.len() + 4 + 20);
+            c.arg("SET")
+                .arg(key.as_slice())
+                .arg(value.as_slice())
+                .arg("NX")
+                .arg("PX")
+                .arg(*ttl_ms);
+            (c, false)
+        }
+        Command::Exists(keys) => {
+            let data = 6 + keys.iter().map(Vec::len).sum::<usize>();
+            let mut c = Cmd::with_capacity(1 + keys.len(), data);
+            c.arg("EXISTS");
+            for k in keys {
+                c.arg(k.as_slice());
+            }
+            (c, false)
+        }
         Command::Eval { script, keys, args } => {
-            let mut c = if fallback {
-                let mut c = redis::cmd("EVAL");
-                c.arg(script.source());
-                c
+            let body = if fallback {
+                script.source()
             } else {
-                let mut c = redis::cmd("EVALSHA");
-                c.arg(sha(*script));
-                c
+                sha(*script)
             };
-            c.arg(keys.len());
+            let data = 7
+                + body.len()
+                + 20
+                + keys.iter().map(Vec::len).sum::<usize>()
+                + args.iter().map(Vec::len).sum::<usize>();
+            let mut c = Cmd::with_capacity(3 + keys.len() + args.len(), data);
+            c.arg(if fallback { "EVAL" } else { "EVALSHA" })
+                .arg(body)
+                .arg(keys.len());
             for k in keys {
                 c.arg(k.as_slice());
             }
@@ -42,14 +68,6 @@ pub(crate) fn cmd(command: &Command, fallback: bool) -> (Cmd, bool) {
                 c.arg(a.as_slice());
             }
             (c, true)
-        }
-        other => {
-            let argv = other.argv();
-            let mut c = redis::cmd(&String::from_utf8_lossy(&argv[0]));
-            for a in &argv[1..] {
-                c.arg(a.as_slice());
-            }
-            (c, false)
         }
     }
 }
@@ -85,6 +103,35 @@ mod tests {
         unique.sort_unstable();
         unique.dedup();
         assert_eq!(unique.len(), shas.len());
+    }
+
+    /// The sized commands are byte for byte the protocol's argv (scripts with `EVAL`).
+    #[test]
+    fn cmd_matches_argv() {
+        let keys = vec![b"k1".to_vec(), b"k{2}".to_vec()];
+        let commands = [
+            command::acquire(&keys[..1], "v1", 10_000),
+            command::acquire(&keys, "v2", 7),
+            command::release(&keys[..1], "v3", true),
+            command::release(&keys, "v4", false),
+            command::extend(&keys, "v5", 30_000),
+            command::vacant(&keys),
+            command::fenced_acquire(&keys, "v6", 1, 2),
+            command::raise(&keys, "v7", &[3], 4),
+        ];
+        for c in &commands {
+            let argv = c.argv();
+            let mut expected = redis::cmd(&String::from_utf8_lossy(&argv[0]));
+            for a in &argv[1..] {
+                expected.arg(a.as_slice());
+            }
+            let (got, _) = cmd(c, true);
+            assert_eq!(
+                got.get_packed_command(),
+                expected.get_packed_command(),
+                "{c:?}"
+            );
+        }
     }
 
     #[test]

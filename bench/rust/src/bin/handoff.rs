@@ -2,12 +2,13 @@
 //!
 //! `--workers` tokio tasks (8) contend for ONE resource; each loops { acquire (a wait budget
 //! and a retry count so high that it never gives up), hold `--hold-ms` (1 ms), release } for
-//! `--secs` (10 s) after a 0.5 s warm-up, on 5 `redis-server` nodes: `$QL_NODES` if set
+//! `--secs` (10 s) after a 0.5 s warm-up, then (with `--outside-ms`, default 0) works that long
+//! outside the lock before the next acquire, so a releaser cannot re-take its own lock at once, on 5 `redis-server` nodes: `$QL_NODES` if set
 //! (`ql-harness exec`, as `bench/run handoff` does), else started here by the test harness.
 //!
 //! ```text
 //! cargo run --release -p quorumlock-bench --bin handoff -- [--secs 10] [--workers 8]
-//!     [--hold-ms 1] [--persist always|none|everysec] [--short-delay-ms 10]
+//!     [--hold-ms 1] [--outside-ms 0] [--persist always|none|everysec] [--short-delay-ms 10]
 //!     [--short-jitter-ms 10] [--only on,on-shared,off,off-short] [--json FILE]
 //! ```
 //!
@@ -50,7 +51,7 @@ const RETRY_COUNT: u32 = 1_000_000;
 /// The wait budget of every acquire call.
 const WAIT: Duration = Duration::from_secs(30);
 /// Printed for `--help` and bad arguments.
-const USAGE: &str = "usage: handoff [--secs S] [--workers N] [--hold-ms MS] \
+const USAGE: &str = "usage: handoff [--secs S] [--workers N] [--hold-ms MS] [--outside-ms MS] \
 [--persist always|none|everysec] [--short-delay-ms MS] [--short-jitter-ms MS] \
 [--only on,on-shared,off,off-short] [--json FILE]";
 
@@ -62,6 +63,8 @@ struct Args {
     workers: usize,
     /// How long each holder keeps the lock.
     hold: Duration,
+    /// How long each worker works outside the lock after releasing, before its next acquire.
+    outside: Duration,
     /// Persistence of the nodes (decides the restart quarantine, as in the main bench).
     persist: Persist,
     /// The short polling row's retry delay.
@@ -89,6 +92,7 @@ fn parse_args() -> Result<Args, String> {
         secs: 10.0,
         workers: 8,
         hold: Duration::from_millis(1),
+        outside: Duration::ZERO,
         persist: std::env::var("QL_BENCH_PERSIST")
             .ok()
             .map_or(Ok(Persist::Always), |p| p.parse())?,
@@ -106,6 +110,7 @@ fn parse_args() -> Result<Args, String> {
                 args.workers = value()?.parse().map_err(|e| format!("--workers: {e}"))?;
             }
             "--hold-ms" => args.hold = millis(&flag, &value()?)?,
+            "--outside-ms" => args.outside = millis(&flag, &value()?)?,
             "--persist" => args.persist = value()?.parse()?,
             "--short-delay-ms" => args.short_delay = millis(&flag, &value()?)?,
             "--short-jitter-ms" => args.short_jitter = millis(&flag, &value()?)?,
@@ -271,13 +276,15 @@ async fn hold_for(hold: Duration) {
     }
 }
 
-/// One task's loop until `end`: acquire, hold, release.
+/// One task's loop until `end`: acquire, hold, release, work outside the lock.
+#[allow(clippy::too_many_arguments)]
 async fn work(
     client: Client,
     opts: LockOptions,
     key: String,
     worker: usize,
     hold: Duration,
+    outside: Duration,
     warm_end: MonoTime,
     end: MonoTime,
 ) -> TaskResult {
@@ -311,6 +318,8 @@ async fn work(
             release_end: release_end.as_nanos(),
             attempts: lock.attempts(),
         });
+        // On a blocking thread like the hold (tokio's timer would round 2 ms up to 3 ms).
+        hold_for(outside).await;
     }
 }
 
@@ -401,7 +410,16 @@ async fn run_row(args: &Args, urls: &[String], row: &Row, run_id: usize) -> Resu
     let tasks = (0..args.workers).map(|w| {
         let client = clients[w % n_clients].clone();
         let opts = client.lock_options().clone();
-        tokio::spawn(work(client, opts, key.clone(), w, args.hold, warm_end, end))
+        tokio::spawn(work(
+            client,
+            opts,
+            key.clone(),
+            w,
+            args.hold,
+            args.outside,
+            warm_end,
+            end,
+        ))
     });
     let mut all = TaskResult::default();
     for r in join_all(tasks.collect::<Vec<_>>()).await {
@@ -559,9 +577,10 @@ fn main() -> Result<(), BoxError> {
     };
     let load_before = loadavg();
     eprintln!(
-        "quorumlock hand-off: {} workers x 1 resource, hold {} µs, {} s per row, {} nodes, load average {load_before}",
+        "quorumlock hand-off: {} workers x 1 resource, hold {} µs, outside {} µs, {} s per row, {} nodes, load average {load_before}",
         args.workers,
         args.hold.as_micros(),
+        args.outside.as_micros(),
         args.secs,
         urls.len()
     );
@@ -573,7 +592,8 @@ fn main() -> Result<(), BoxError> {
     drop(rt);
     drop(cluster);
     let result = json!({
-        "workers": args.workers, "hold_ms": args.hold.as_secs_f64() * 1e3, "secs": args.secs,
+        "workers": args.workers, "hold_ms": args.hold.as_secs_f64() * 1e3,
+        "outside_ms": args.outside.as_secs_f64() * 1e3, "secs": args.secs,
         "warmup_secs": WARMUP.as_secs_f64(), "nodes": urls.len(), "persist": args.persist.as_str(),
         "ttl_ms": TTL.as_millis() as u64, "retry_count": RETRY_COUNT, "wait_ms": WAIT.as_millis() as u64,
         "tokio_threads": THREADS, "load_before": load_before, "load_after": loadavg(),
