@@ -16,6 +16,7 @@ DEPS_TARGETS += deps-jvm
 
 ## deps-jvm: a JDK 17, Maven and strip (Debian packages), then every Maven dependency and
 ## plugin of jvm/ in ~/.m2, so test-jvm runs offline (bench-jvm fetches Redisson itself).
+JVM_DEPS_STAMP := $(abspath $(or $(CARGO_TARGET_DIR),target))/jvm-deps.stamp
 deps-jvm:
 	@missing=""; \
 	command -v javac >/dev/null 2>&1 || missing="$$missing openjdk-17-jdk-headless"; \
@@ -26,10 +27,16 @@ deps-jvm:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
-	cd jvm && $(MVN) $(MVN_FLAGS) -Dql.native.skip=true dependency:go-offline
 	@# go-offline misses plugins' own dependencies and the JUnit provider: a build without the
-	@# native library, running only the tests that need none, fetches them.
-	cd jvm && $(MVN) $(MVN_FLAGS) -Dql.native.skip=true -Dtest=OptionsTest -Dsurefire.failIfNoSpecifiedTests=false package
+	@# native library, running only the tests that need none, fetches them. Done once per
+	@# pom.xml (a stamp holds its hash): make test runs deps again, and this build takes minutes.
+	@stamp=$(JVM_DEPS_STAMP); sum=$$(sha256sum jvm/pom.xml | cut -d' ' -f1); \
+	if [ "$$(cat $$stamp 2>/dev/null)" = "$$sum" ] && [ -d "$$HOME/.m2/repository" ]; then \
+	  echo "deps-jvm: Maven dependencies of this pom.xml already fetched"; exit 0; fi; \
+	set -ex; \
+	cd jvm && $(MVN) $(MVN_FLAGS) -Dql.native.skip=true dependency:go-offline; \
+	$(MVN) $(MVN_FLAGS) -Dql.native.skip=true -Dtest=OptionsTest -Dsurefire.failIfNoSpecifiedTests=false package; \
+	cd .. && mkdir -p $$(dirname $$stamp) && echo "$$sum" > $$stamp
 
 ## test-jvm: mvn verify offline (cargo build of the native library, Kotlin and Java compile,
 ## JUnit 5 against real nodes, the jars), then a Java program that has only the -all jar on
