@@ -11,6 +11,7 @@ pub mod checker;
 pub mod cluster;
 pub mod ctl;
 pub mod history;
+pub mod hostile;
 mod node;
 pub mod proxy;
 pub mod redis_cluster;
@@ -20,6 +21,7 @@ pub mod skew;
 
 pub use checker::{Violation, Window, check};
 pub use cluster::{Builder, Cluster, Persist};
+pub use hostile::{HostileServer, HostileStats, Hostility, Scope};
 pub use proxy::{FaultProxy, Mode, Partition, ProxyMesh, ProxyStats};
 pub use resp::{Reply, command, command_timeout};
 
