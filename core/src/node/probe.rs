@@ -117,7 +117,7 @@ pub(crate) async fn probe(
 /// A probe reply of the wrong type: the node is not a Redis server speaking RESP as it
 /// should (or something in between rewrote the reply). The connect fails with `Protocol`, so
 /// such a node never counts with settings the engine could not read.
-fn malformed(command: &str, v: &Value) -> redis::RedisError {
+pub(crate) fn malformed(command: &str, v: &Value) -> redis::RedisError {
     let mut shown = format!("{v:?}");
     if shown.len() > 80 {
         let cut = (0..=80)
