@@ -61,6 +61,9 @@ const ACCEPTS = {
   // The constructor checks types only; values are checked by connect (its promise).
   constructor: new Set(['[]', "['\\ud800']"]),
   callback: new Set(['function']),
+  // A given value is 16+ printable ASCII characters, with no upper bound: 10 MB is valid
+  // (or too slow to keep its validity, a QuorumlockError).
+  value: new Set(['undefined', '10 MB string']),
   none: new Set(),
 }
 
@@ -140,7 +143,7 @@ const LOCK_OPTIONS = [
   ['maxHoldMs', 'optional'],
   ['fenced', 'flag'],
   ['fenceCounterTtlMs', 'optional'],
-  ['value', 'optional'],
+  ['value', 'value'],
   ['signal', 'optional'],
 ]
 

@@ -87,7 +87,9 @@ ACCEPTS: dict[str, set[str]] = {
     },
     # A value that matches nothing releases nothing.
     "release_value": {"10 MB str"},
-    "value": set(),
+    # A given value is 16+ printable ASCII characters, with no upper bound: 10 MB is valid (or
+    # too slow to keep its validity, a QuorumlockError).
+    "value": {"10 MB str"},
     "optional": {"None"},
     "none": set(),
 }
