@@ -333,11 +333,11 @@ async fn hostile_nodes_get_typed_errors_within_deadlines() {
     let c = cluster(3);
     let real = c.urls();
     let mut set = tokio::task::JoinSet::new();
-    // A few cases at a time: each holds two clients and three servers.
+    // Twelve cases at a time: each holds two clients and three servers.
     let mut outcomes = Vec::new();
     let mut pending = cases().into_iter();
     loop {
-        while set.len() < 6 {
+        while set.len() < 12 {
             let Some((name, h, scope)) = pending.next() else {
                 break;
             };
