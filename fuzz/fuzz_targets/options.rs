@@ -24,7 +24,7 @@ fn name(input: &mut Input<'_>, table: &[quorumlock::options::OptionSpec]) -> Str
 fn value(input: &mut Input<'_>) -> OptionValue {
     match input.u8() % 6 {
         0 => OptionValue::Flag(input.u8() & 1 == 1),
-        1 => OptionValue::Duration(Duration::new(input.u64(), input.u32())),
+        1 => OptionValue::Duration(Duration::new(input.u64(), input.u32() % 1_000_000_000)),
         2 => OptionValue::Millis(input.f64()),
         3 => OptionValue::Seconds(input.f64()),
         4 => OptionValue::Number(input.f64()),
