@@ -239,7 +239,7 @@ impl ClientBuilder {
 
     /// Validates the settings; returns the timing, one client per distinct server and the
     /// warnings about servers listed more than once (the later entries are dropped).
-    fn check(&self) -> Result<(Timing, Vec<Target>, Vec<Warning>)> {
+    pub(crate) fn check(&self) -> Result<(Timing, Vec<Target>, Vec<Warning>)> {
         if self.nodes.is_empty() {
             return Err(Error::invalid("at least one node is required"));
         }

@@ -32,6 +32,9 @@ mod cancel;
 mod client;
 pub mod clock;
 mod fencing;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod lock;
 mod metrics;
 mod node;

@@ -286,9 +286,11 @@ impl Node {
     /// the way, which TCP itself never does but a faulty middlebox can) would shift every
     /// later reply onto the wrong request. So an echo `PING <nonce>` is queued behind the
     /// late request: its own nonce back means the connection is in step; any other reply
-    /// means replies are shifted, and the connection is dropped. A slow or paused node just
-    /// answers late, and its connection is kept, so that each failed attempt's cleanup
-    /// still runs after the attempt's own requests on the same connection.
+    /// means replies are shifted, and the connection is dropped. A slow or briefly paused node
+    /// just answers late, and its connection is kept, so that each failed attempt's cleanup
+    /// still runs after the attempt's own requests on the same connection. No reply at all
+    /// within `VERIFY_BOUND` also drops the connection: the requests queued on it (and any
+    /// endless reply being read) would otherwise hold memory for as long as it lives.
     pub(crate) fn verify_connection(&self) {
         let link = match &*lock(&self.state) {
             // A cluster connection has one connection per node, each with its own queue:
@@ -312,21 +314,31 @@ impl Node {
             let in_step = match &r {
                 Ok(Ok(Value::BulkString(b))) => b.as_slice() == nonce.as_bytes(),
                 Ok(Ok(Value::SimpleString(s))) => *s == nonce,
-                // No verdict: a node that has not answered in VERIFY_BOUND may be paused.
-                Err(_) => true,
+                // No reply in VERIFY_BOUND: the node may be paused, or it never answers (a
+                // hostile or wedged server, an endless reply). Every request sent since stays
+                // queued on the connection, and a half-read reply keeps growing, for as long as
+                // the connection lives: replace it (TESTING.md §3.6). A paused node's queued
+                // requests were already written; the reconnect costs one connect.
+                Err(_) => false,
                 Ok(Err(e)) if e.is_io_error() || e.is_connection_dropped() => true,
                 Ok(_) => false,
             };
             link.verifying.store(false, Ordering::Relaxed);
             if !in_step && let Some(node) = weak.upgrade() {
-                tracing::warn!(node = node.index, reply = ?r, "replies on this connection are out of step (a request was lost on the way); reconnecting");
-                node.mark_down(
-                    link.id,
-                    &(
+                let failure = if r.is_err() {
+                    tracing::warn!(node = node.index, "no reply to an echo check within {VERIFY_BOUND:?}; reconnecting");
+                    (
+                        NodeKind::Timeout,
+                        format!("no reply within {VERIFY_BOUND:?}; reconnecting"),
+                    )
+                } else {
+                    tracing::warn!(node = node.index, reply = ?r, "replies on this connection are out of step (a request was lost on the way); reconnecting");
+                    (
                         NodeKind::Protocol,
                         "replies were out of step; reconnecting".to_owned(),
-                    ),
-                );
+                    )
+                };
+                node.mark_down(link.id, &failure);
             }
         });
     }

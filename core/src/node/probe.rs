@@ -66,7 +66,10 @@ pub(crate) async fn probe(
         c.arg("GET").arg(pattern);
         for (server, r) in conn.send_to_primaries(&c).await? {
             match r {
-                Ok(v) => configs.entry(server).or_default().extend(parse_config(&v)),
+                Ok(v @ (Value::Array(_) | Value::Map(_))) => {
+                    configs.entry(server).or_default().extend(parse_config(&v));
+                }
+                Ok(other) => return Err(malformed("CONFIG GET", &other)),
                 Err(e) if e.is_io_error() || e.is_unrecoverable_error() => return Err(e),
                 Err(_) => tracing::debug!("CONFIG GET is refused; the node counts as not durable"),
             }
@@ -81,7 +84,10 @@ pub(crate) async fn probe(
     let none = HashMap::new();
     for (server, info) in infos {
         let info = match info {
-            Ok(v) => Some(parse_info(&reply_text(&v).unwrap_or_default())),
+            Ok(v) => match reply_text(&v) {
+                Some(text) => Some(parse_info(&text)),
+                None => return Err(malformed("INFO", &v)),
+            },
             Err(e) if e.is_io_error() || e.is_unrecoverable_error() => return Err(e),
             Err(e) => {
                 tracing::debug!(error = %e, "INFO is refused");
@@ -106,6 +112,26 @@ pub(crate) async fn probe(
         unusable: decision.unusable,
         uptime_unknown: decision.uptime_unknown,
     })
+}
+
+/// A probe reply of the wrong type: the node is not a Redis server speaking RESP as it
+/// should (or something in between rewrote the reply). The connect fails with `Protocol`, so
+/// such a node never counts with settings the engine could not read.
+pub(crate) fn malformed(command: &str, v: &Value) -> redis::RedisError {
+    let mut shown = format!("{v:?}");
+    if shown.len() > 80 {
+        let cut = (0..=80)
+            .rev()
+            .find(|&i| shown.is_char_boundary(i))
+            .unwrap_or(0);
+        shown.truncate(cut);
+        shown.push_str("...");
+    }
+    redis::RedisError::from((
+        redis::ErrorKind::UnexpectedReturnType,
+        "malformed reply",
+        format!("{command} answered {shown}"),
+    ))
 }
 
 /// Parses a `CONFIG GET` reply (a flat array of name, value pairs under RESP2, a map under
@@ -161,5 +187,17 @@ mod tests {
         ]));
         assert_eq!(cfg["appendonly"], "yes");
         assert_eq!(cfg["appendfsync"], "always");
+    }
+
+    #[test]
+    fn malformed_probe_replies_are_protocol_errors() {
+        let e = malformed("INFO", &Value::Int(1));
+        assert_eq!(
+            super::super::classify(&e).0,
+            crate::report::NodeKind::Protocol
+        );
+        assert!(e.to_string().contains("INFO answered int(1)"), "{e}");
+        let long = malformed("INFO", &Value::BulkString(vec![b'x'; 500]));
+        assert!(long.to_string().len() < 200, "{long}");
     }
 }

@@ -11,6 +11,7 @@ pub mod checker;
 pub mod cluster;
 pub mod ctl;
 pub mod history;
+pub mod hostile;
 mod node;
 pub mod proxy;
 pub mod redis_cluster;
@@ -21,6 +22,7 @@ pub mod tls;
 
 pub use checker::{Violation, Window, check};
 pub use cluster::{Builder, Cluster, Persist};
+pub use hostile::{HostileServer, HostileStats, Hostility, Scope};
 pub use proxy::{FaultProxy, Mode, Partition, ProxyMesh, ProxyStats};
 pub use resp::{Endpoint, Reply, command, command_timeout};
 pub use tls::{Certs, ServerCert, Tls};

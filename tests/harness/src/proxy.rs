@@ -86,9 +86,18 @@ fn add(c: &AtomicU64, n: usize) {
     c.fetch_add(u64::try_from(n).unwrap_or(u64::MAX), Ordering::Relaxed);
 }
 
-/// The shared runtime of every proxy: two worker threads, never shut down.
-fn runtime() -> io::Result<&'static tokio::runtime::Runtime> {
+/// The shared runtime of every proxy (and hostile server): two worker threads, never shut down.
+pub(crate) fn runtime() -> io::Result<&'static tokio::runtime::Runtime> {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    if let Some(rt) = RT.get() {
+        return Ok(rt);
+    }
+    // One builder at a time: a second runtime built by a racing caller would be dropped, and
+    // dropping a runtime inside an async context (a test's tasks) panics.
+    let _building = BUILDING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(rt) = RT.get() {
         return Ok(rt);
     }
