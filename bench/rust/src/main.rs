@@ -4,8 +4,12 @@
 //!
 //! ```text
 //! cargo run --release -p quorumlock-bench -- [--secs 3] [--persist none|always|everysec]
-//!                                           [--rounds 2] [--json]
+//!                                           [--rounds 2] [--conc 16,64] [--json]
+//!                                           [--nodes URL,URL,...]
 //! ```
+//!
+//! `--nodes` measures on running nodes instead of starting 5 (the Python and Node benchmarks
+//! run it on theirs, between their own runs).
 //!
 //! For each concurrency the implementations alternate (floor, quorumlock, floor, ...) for
 //! `--rounds` rounds each; the reported run of each is its best by throughput. The exit
@@ -27,7 +31,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 const NODES: usize = 5;
 /// Tokio worker threads.
 const WORKERS: usize = 2;
-/// Concurrencies measured, in order.
+/// Concurrencies measured by default, in order.
 const CONCURRENCY: [usize; 2] = [16, 64];
 /// Warm-up of every run before latencies are recorded.
 const WARMUP: Duration = Duration::from_millis(500);
@@ -43,8 +47,8 @@ const IMPLS: [&str; 2] = ["floor", "quorumlock"];
 const RELEASE_LUA: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
                            return redis.call('DEL', KEYS[1]) else return 0 end";
 /// Printed for `--help` and bad arguments.
-const USAGE: &str =
-    "usage: quorumlock-bench [--secs S] [--persist none|always|everysec] [--rounds N] [--json]";
+const USAGE: &str = "usage: quorumlock-bench [--secs S] [--persist none|always|everysec] [--rounds N] \
+                     [--conc C1,C2,...] [--json] [--nodes URL,URL,...]";
 
 /// Command-line settings.
 struct Args {
@@ -54,8 +58,12 @@ struct Args {
     persist: Persist,
     /// Runs per implementation and concurrency.
     rounds: usize,
+    /// Concurrencies to measure, in order.
+    conc: Vec<usize>,
     /// Print one JSON object instead of the table.
     json: bool,
+    /// Running nodes to use instead of starting `NODES` (comma-separated URLs).
+    nodes: Option<Vec<String>>,
 }
 
 /// Parses the command line; `Err` holds the message to print.
@@ -64,7 +72,9 @@ fn parse_args() -> Result<Args, String> {
         secs: 3.0,
         persist: Persist::None,
         rounds: 2,
+        conc: CONCURRENCY.to_vec(),
         json: false,
+        nodes: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -73,13 +83,27 @@ fn parse_args() -> Result<Args, String> {
             "--secs" => args.secs = value()?.parse().map_err(|e| format!("--secs: {e}"))?,
             "--persist" => args.persist = value()?.parse()?,
             "--rounds" => args.rounds = value()?.parse().map_err(|e| format!("--rounds: {e}"))?,
+            "--conc" => {
+                args.conc = value()?
+                    .split(',')
+                    .map(|c| {
+                        c.trim()
+                            .parse::<usize>()
+                            .map_err(|e| format!("--conc: {e}"))
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
             "--json" => args.json = true,
+            "--nodes" => args.nodes = Some(value()?.split(',').map(str::to_owned).collect()),
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
     }
     if !(args.secs.is_finite() && args.secs > 0.0) || args.rounds == 0 {
         return Err("--secs and --rounds must be positive".into());
+    }
+    if args.conc.is_empty() || args.conc.contains(&0) {
+        return Err("--conc takes positive concurrencies".into());
     }
     Ok(args)
 }
@@ -316,7 +340,7 @@ async fn bench(args: &Args, urls: &[String]) -> Result<Vec<Case>, BoxError> {
     };
     let window = Duration::from_secs_f64(args.secs);
     let (mut cases, mut run_id) = (Vec::new(), 0);
-    for conc in CONCURRENCY {
+    for &conc in &args.conc {
         let mut case = Case {
             conc,
             runs: [Vec::new(), Vec::new()],
@@ -342,19 +366,31 @@ fn main() -> Result<(), BoxError> {
         eprintln!("{msg}");
         std::process::exit(2);
     });
-    eprintln!(
-        "starting {NODES} redis-server nodes (persist {})",
-        args.persist
-    );
-    let cluster = Cluster::builder()
-        .nodes(NODES)
-        .persist(args.persist)
-        .start()?;
+    let cluster = match args.nodes {
+        Some(_) => None,
+        None => {
+            eprintln!(
+                "starting {NODES} redis-server nodes (persist {})",
+                args.persist
+            );
+            Some(
+                Cluster::builder()
+                    .nodes(NODES)
+                    .persist(args.persist)
+                    .start()?,
+            )
+        }
+    };
+    let urls = match (&args.nodes, &cluster) {
+        (Some(urls), _) => urls.clone(),
+        (None, Some(cluster)) => cluster.urls(),
+        (None, None) => Vec::new(),
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(WORKERS)
         .enable_all()
         .build()?;
-    let cases = rt.block_on(bench(&args, &cluster.urls()))?;
+    let cases = rt.block_on(bench(&args, &urls))?;
     drop(rt);
     drop(cluster);
     if args.json {
