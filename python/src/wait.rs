@@ -1,32 +1,38 @@
-//! Waiting for engine work without holding the GIL (ARCHITECTURE.md §3 step 3): the work runs
-//! as a task on the shared runtime while the caller loops on `py.detach(recv 50 ms)` and
-//! `py.check_signals()`, so other threads run and Ctrl-C is seen within 50 ms.
+//! Waiting for engine work without holding the GIL (ARCHITECTURE.md §3 step 3). The caller's
+//! thread drives the future itself (`Handle::block_on` on the shared runtime: the runtime's
+//! workers run the connections and the I/O driver) with the GIL released, in slices of 50 ms
+//! between which it runs `py.check_signals()`, so other threads run and Ctrl-C is seen within
+//! 50 ms. A thread that is already inside the runtime (an `on_lost` callback) hands the
+//! future to a runtime task instead and waits on a channel.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::mpsc;
 use std::time::Duration;
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use quorumlock::{CancelToken, MonoTime};
+use tokio::runtime::Handle;
 
 use crate::runtime;
+use crate::stages::{self, DONE, POLLED, RESUMED};
 
 const SLICE: Duration = Duration::from_millis(50);
 
-/// What happens to the engine task when the caller stops waiting (a signal handler raised,
+/// What happens to the engine work when the caller stops waiting (a signal handler raised,
 /// or the timeout passed).
 pub(crate) enum OnStop {
     /// Cancel the token: the engine abandons the attempt and cleans up by itself.
     Cancel(CancelToken),
-    /// Let the task finish in the background (release, extend).
+    /// Let the work finish in the background (release, extend).
     Finish,
-    /// Drop the task (pure waits, which own nothing).
+    /// Drop the work (pure waits, which own nothing).
     Abort,
 }
 
-/// Runs `fut` on the shared runtime and waits for its output with the GIL released. Returns
-/// `Ok(None)` when `timeout` passes first.
+/// Runs `fut` and waits for its output with the GIL released. Returns `Ok(None)` when
+/// `timeout` passes first.
 ///
 /// # Errors
 /// Whatever a signal handler raised (`KeyboardInterrupt`), after applying `on_stop`.
@@ -40,8 +46,76 @@ where
     T: Send + 'static,
     F: Future<Output = T> + Send + 'static,
 {
+    let handle = runtime::handle()?;
+    let fut = async move {
+        stages::mark(POLLED);
+        let out = fut.await;
+        stages::mark(DONE);
+        out
+    };
+    if Handle::try_current().is_ok() || std::env::var_os("QL_PY_WAIT_SPAWN").is_some() {
+        return wait_on_task(py, &handle, fut, timeout, on_stop);
+    }
+    let deadline = timeout.map(|t| MonoTime::now() + t);
+    let mut fut = Box::pin(fut);
+    loop {
+        let slice = deadline.map_or(SLICE, |d| d.saturating_since(MonoTime::now()).min(SLICE));
+        // The timer is made inside `block_on`, where the runtime is entered.
+        let got = py
+            .detach(|| handle.block_on(async { tokio::time::timeout(slice, fut.as_mut()).await }));
+        if let Ok(v) = got {
+            stages::mark(RESUMED);
+            return Ok(Some(v));
+        }
+        if let Err(e) = py.check_signals() {
+            stop(&handle, fut, on_stop);
+            return Err(e);
+        }
+        if deadline.is_some_and(|d| MonoTime::now() >= d) {
+            stop(&handle, fut, on_stop);
+            return Ok(None);
+        }
+    }
+}
+
+/// Applies `on_stop` to work the caller no longer waits for: the rest of it runs as a runtime
+/// task (its output, e.g. a lock won after a cancellation, is dropped there and so released
+/// in the background) or is dropped.
+fn stop<T, F>(handle: &Handle, fut: Pin<Box<F>>, on_stop: OnStop)
+where
+    T: Send + 'static,
+    F: Future<Output = T> + Send + 'static,
+{
+    let finish = |fut: Pin<Box<F>>| {
+        handle.spawn(async move {
+            let _ = fut.await;
+        });
+    };
+    match on_stop {
+        OnStop::Cancel(token) => {
+            token.cancel();
+            finish(fut);
+        }
+        OnStop::Finish => finish(fut),
+        OnStop::Abort => drop(fut),
+    }
+}
+
+/// [`wait`] for a thread inside the runtime, where `block_on` is not allowed: the work runs
+/// as a task and the caller waits on a channel in slices.
+fn wait_on_task<T, F>(
+    py: Python<'_>,
+    handle: &Handle,
+    fut: F,
+    timeout: Option<Duration>,
+    on_stop: OnStop,
+) -> PyResult<Option<T>>
+where
+    T: Send + 'static,
+    F: Future<Output = T> + Send + 'static,
+{
     let (tx, mut rx) = mpsc::sync_channel(1);
-    let task = runtime::handle()?.spawn(async move {
+    let task = handle.spawn(async move {
         // A receiver that stopped waiting drops the output here (a lock won after a
         // cancellation is then released in the background by its drop).
         let _ = tx.send(fut.await);
@@ -57,7 +131,10 @@ where
         let (got, back) = py.detach(move || (rx.recv_timeout(slice), rx));
         rx = back;
         match got {
-            Ok(v) => return Ok(Some(v)),
+            Ok(v) => {
+                stages::mark(RESUMED);
+                return Ok(Some(v));
+            }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 return Err(PyRuntimeError::new_err(
@@ -86,14 +163,4 @@ where
     F: Future<Output = T> + Send + 'static,
 {
     wait(py, fut, None, on_stop)?.ok_or_else(|| PyRuntimeError::new_err("no result"))
-}
-
-/// Cancels a token when dropped: an asyncio task cancelled while acquiring drops its Rust
-/// future, and with it this guard.
-pub(crate) struct CancelOnDrop(pub(crate) CancelToken);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.cancel();
-    }
 }
