@@ -53,7 +53,7 @@ where
         stages::mark(DONE);
         out
     };
-    if Handle::try_current().is_ok() || std::env::var_os("QL_PY_WAIT_SPAWN").is_some() {
+    if Handle::try_current().is_ok() {
         return wait_on_task(py, &handle, fut, timeout, on_stop);
     }
     let deadline = timeout.map(|t| MonoTime::now() + t);
