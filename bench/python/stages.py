@@ -24,10 +24,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from bench import start_nodes, stop_nodes  # noqa: E402
+import quorumlock
+from quorumlock import _quorumlock
 
-import quorumlock  # noqa: E402
-from quorumlock import _quorumlock  # noqa: E402
+from bench import start_nodes, stop_nodes
 
 STAGES = ("py", "entry", "engine", "back", "convert")
 
@@ -86,8 +86,10 @@ def main() -> int:
     p.add_argument("--calls", type=int, default=2000)
     args = p.parse_args()
     if not hasattr(_quorumlock, "stage_marks"):
-        print("this quorumlock was built without the `stages` feature (make bench-stages)",
-              file=sys.stderr)
+        print(
+            "this quorumlock was built without the `stages` feature (make bench-stages)",
+            file=sys.stderr,
+        )
         return 2
     urls, run_dir = start_nodes()
     try:
@@ -96,7 +98,9 @@ def main() -> int:
     finally:
         stop_nodes(run_dir)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"stages of one call at c=1, medians of {args.calls} calls (µs), load average {load}")
+    print(
+        f"stages of one call at c=1, medians of {args.calls} calls (µs), load average {load}"
+    )
     table("sync", sync_rows)
     table("asyncio", async_rows)
     return 0

@@ -48,7 +48,7 @@ impl Shared {
             // At most one byte per non-empty stretch of the queue (plus one stray byte when a
             // drain raced with this push), so the pipe never fills and this never blocks. A
             // failure means the loop and its read end are gone: nobody is waiting.
-            let _ = (&self.writer).write(&[1]);
+            let _ = (&self.writer).write_all(&[1]);
         }
     }
 }
