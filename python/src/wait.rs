@@ -1,12 +1,10 @@
-//! Waiting for engine work without holding the GIL (ARCHITECTURE.md §3 step 3). The caller's
-//! thread drives the future itself (`Handle::block_on` on the shared runtime: the runtime's
-//! workers run the connections and the I/O driver) with the GIL released, in slices of 50 ms
-//! between which it runs `py.check_signals()`, so other threads run and Ctrl-C is seen within
-//! 50 ms. A thread that is already inside the runtime (an `on_lost` callback) hands the
-//! future to a runtime task instead and waits on a channel.
+//! Waiting for engine work without holding the GIL (ARCHITECTURE.md §3 step 3): the work runs
+//! as a task on the shared runtime, next to the connections' tasks (as in Rust, the replies
+//! are handled on the runtime's workers, and the caller is woken once, with the output), while
+//! the caller loops on `py.detach(recv 50 ms)` and `py.check_signals()`, so other threads run
+//! and Ctrl-C is seen within 50 ms.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -53,56 +51,10 @@ where
         stages::mark(DONE);
         out
     };
-    if Handle::try_current().is_ok() {
-        return wait_on_task(py, &handle, fut, timeout, on_stop);
-    }
-    let deadline = timeout.map(|t| MonoTime::now() + t);
-    let mut fut = Box::pin(fut);
-    loop {
-        let slice = deadline.map_or(SLICE, |d| d.saturating_since(MonoTime::now()).min(SLICE));
-        // The timer is made inside `block_on`, where the runtime is entered.
-        let got = py
-            .detach(|| handle.block_on(async { tokio::time::timeout(slice, fut.as_mut()).await }));
-        if let Ok(v) = got {
-            stages::mark(RESUMED);
-            return Ok(Some(v));
-        }
-        if let Err(e) = py.check_signals() {
-            stop(&handle, fut, on_stop);
-            return Err(e);
-        }
-        if deadline.is_some_and(|d| MonoTime::now() >= d) {
-            stop(&handle, fut, on_stop);
-            return Ok(None);
-        }
-    }
+    wait_on_task(py, &handle, fut, timeout, on_stop)
 }
 
-/// Applies `on_stop` to work the caller no longer waits for: the rest of it runs as a runtime
-/// task (its output, e.g. a lock won after a cancellation, is dropped there and so released
-/// in the background) or is dropped.
-fn stop<T, F>(handle: &Handle, fut: Pin<Box<F>>, on_stop: OnStop)
-where
-    T: Send + 'static,
-    F: Future<Output = T> + Send + 'static,
-{
-    let finish = |fut: Pin<Box<F>>| {
-        handle.spawn(async move {
-            let _ = fut.await;
-        });
-    };
-    match on_stop {
-        OnStop::Cancel(token) => {
-            token.cancel();
-            finish(fut);
-        }
-        OnStop::Finish => finish(fut),
-        OnStop::Abort => drop(fut),
-    }
-}
-
-/// [`wait`] for a thread inside the runtime, where `block_on` is not allowed: the work runs
-/// as a task and the caller waits on a channel in slices.
+/// [`wait`]'s loop: the work runs as a task and the caller waits on a channel in slices.
 fn wait_on_task<T, F>(
     py: Python<'_>,
     handle: &Handle,
