@@ -3,7 +3,7 @@
 # peers from PyPI and npm go into bench/.venv and bench/node/node_modules only.
 BENCH_VENV := bench/.venv
 
-.PHONY: bench-python bench-node bench-python-env bench-node-env bench-handoff
+.PHONY: bench-python bench-node bench-python-env bench-node-env bench-handoff bench-stages
 
 $(BENCH_VENV)/bin/python:
 	python3 -m venv $(BENCH_VENV)
@@ -16,7 +16,8 @@ bench-python-env: $(BENCH_VENV)/bin/python
 	cd python && ../$(BENCH_VENV)/bin/maturin build --release -q -o ../bench/.wheels
 	$(BENCH_VENV)/bin/pip install -q --force-reinstall --no-deps bench/.wheels/quorumlock-*.whl
 
-## bench-python: quorumlock (threads, asyncio) vs redlock-py, pottery, aioredlock, a redis-py floor.
+## bench-python: quorumlock (threads, asyncio) vs redlock-py, pottery, aioredlock, a redis-py
+## floor, and the Rust engine and floor (bench/rust) on the same nodes; c=1, 16 and 64.
 bench-python: deps harness bench-python-env
 	bench/run python
 
@@ -28,7 +29,8 @@ bench-node-env: node/node_modules
 	cp -r node/package.json node/index.js node/native.js node/compat node/quorumlock.*.node \
 	  bench/node/.pkg/quorumlock/
 
-## bench-node: quorumlock vs redlock 4.2.0, 5.0.0-beta.2, @sesamecare-oss/redlock, an ioredis floor.
+## bench-node: quorumlock vs redlock 4.2.0, 5.0.0-beta.2, @sesamecare-oss/redlock, an ioredis
+## floor, and the Rust engine and floor (bench/rust) on the same nodes; c=1, 16 and 64.
 bench-node: deps harness bench-node-env
 	bench/run node
 
@@ -37,3 +39,17 @@ bench-node: deps harness bench-node-env
 bench-handoff: deps harness
 	cd bench/node && $(NPM) ci --no-audit --no-fund
 	bench/run handoff
+
+## bench-stages: where one c=1 acquire and release spend their time (Python blocking and
+## asyncio, Node), from marks recorded by a wheel and an addon built with the cargo feature
+## `stages`. Leaves that wheel in bench/.venv: `make bench-python` puts the plain one back.
+bench-stages: deps harness bench-python-env bench-node-env
+	rm -rf bench/.wheels-stages
+	cd python && ../$(BENCH_VENV)/bin/maturin build --release -q --features stages \
+	  -o ../bench/.wheels-stages
+	$(BENCH_VENV)/bin/pip install -q --force-reinstall --no-deps bench/.wheels-stages/quorumlock-*.whl
+	rm -rf bench/node/.pkg-stages && mkdir -p bench/node/.pkg-stages/quorumlock
+	cd node && $(NPM) exec -- napi build --platform --release --features stages --no-js \
+	  --output-dir ../bench/node/.pkg-stages/quorumlock
+	cp -r node/package.json node/index.js node/native.js node/compat bench/node/.pkg-stages/quorumlock/
+	bench/run stages

@@ -1,34 +1,82 @@
-//! The native client: connect, acquire (with a cancel handle), and the shared-runtime hop.
+//! The native client: connect, acquire (with a cancel handle), and the promise that the
+//! shared runtime settles.
 
 use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use napi::Status;
-use napi::bindgen_prelude::Buffer;
+use napi::bindgen_prelude::{Buffer, Object, ToNapiValue};
 use napi::threadsafe_function::{
     ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
 };
+use napi::{Env, Status};
 use napi_derive::napi;
 use quorumlock::CancelToken;
 
 use crate::admin::{NodeInfoEntry, PingOutcome};
-use crate::error::{NativeError, join_error};
+use crate::error::NativeError;
 use crate::lock::NativeLock;
 use crate::metrics::NativeMetrics;
 use crate::options::NativeOptions;
+use crate::stages::{self, DONE, POLLED, RESUMED};
 
-/// Runs `work` on quorumlock's shared runtime, where the client's connections live, and
-/// waits for it without blocking the event loop. A panic in `work` becomes `QL_INTERNAL`.
-pub(crate) async fn on_runtime<T, F>(work: F) -> Result<T, NativeError>
+/// Runs `work` as a task on quorumlock's shared runtime, where the client's connections live,
+/// and returns a promise that the task settles with `outcome(result)` itself, through one
+/// threadsafe-function call to the event loop: no second runtime and no thread in between.
+/// The event loop never blocks. A panic in `work` becomes `QL_INTERNAL`.
+pub(crate) fn promise<'env, T, O, F>(
+    env: &'env Env,
+    work: F,
+    outcome: fn(Result<T, NativeError>) -> O,
+) -> napi::Result<Object<'env>>
 where
     F: Future<Output = quorumlock::Result<T>> + Send + 'static,
     T: Send + 'static,
+    O: ToNapiValue + Send + 'static,
 {
-    let handle = quorumlock::runtime::handle().map_err(|e| NativeError::from(&e))?;
-    match handle.spawn(work).await {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(NativeError::from(&e)),
-        Err(e) => Err(join_error(&e)),
+    let (deferred, promise) = env.create_deferred()?;
+    let settle = move |result: Result<T, NativeError>| {
+        let o = outcome(result);
+        deferred.resolve(move |_| {
+            stages::mark(RESUMED);
+            Ok(o)
+        });
+    };
+    match quorumlock::runtime::handle() {
+        Ok(handle) => {
+            handle.spawn(async move {
+                stages::mark(POLLED);
+                let result = match CatchUnwind(Box::pin(work)).await {
+                    Ok(Ok(v)) => Ok(v),
+                    Ok(Err(e)) => Err(NativeError::from(&e)),
+                    Err(_) => Err(NativeError::internal(
+                        "an engine task panicked; this is a bug",
+                    )),
+                };
+                stages::mark(DONE);
+                settle(result);
+            });
+        }
+        Err(e) => settle(Err(NativeError::from(&e))),
+    }
+    Ok(promise)
+}
+
+/// A future that turns a panic while polling into `Err`.
+struct CatchUnwind<F>(Pin<Box<F>>);
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = std::thread::Result<F::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        match catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
     }
 }
 
@@ -81,12 +129,13 @@ type WarningCallback =
 /// Validates the configuration and connects to the nodes (waiting at most
 /// `connectTimeoutMs`). Nodes not connected by then keep connecting in the background unless
 /// `requireQuorum`. `onWarning` receives each warning once per kind and node.
-#[napi(catch_unwind)]
-pub async fn connect(
+#[napi(catch_unwind, ts_return_type = "Promise<ConnectOutcome>")]
+pub fn connect<'env>(
+    env: &'env Env,
     nodes: Vec<String>,
     options: &NativeOptions,
     on_warning: Option<WarningCallback>,
-) -> ConnectOutcome {
+) -> napi::Result<Object<'env>> {
     let builder = options.builder(nodes).map(|b| match on_warning {
         Some(callback) => b.on_warning(move |w| {
             callback.call(
@@ -96,11 +145,7 @@ pub async fn connect(
         }),
         None => b,
     });
-    let result = match builder {
-        Ok(builder) => on_runtime(builder.connect()).await,
-        Err(e) => Err(e),
-    };
-    match result {
+    let outcome = |result: Result<quorumlock::Client, NativeError>| match result {
         Ok(client) => ConnectOutcome {
             value: Some(NativeClient {
                 inner: Arc::new(client),
@@ -111,6 +156,15 @@ pub async fn connect(
             value: None,
             error: Some(e),
         },
+    };
+    match builder {
+        Ok(builder) => promise(env, builder.connect(), outcome),
+        Err(e) => {
+            let (deferred, promise) = env.create_deferred()?;
+            let o = outcome(Err(e));
+            deferred.resolve(move |_| Ok(o));
+            Ok(promise)
+        }
     }
 }
 
@@ -149,26 +203,19 @@ pub struct NativeClient {
 impl NativeClient {
     /// Acquires a lock on the resources (all or nothing). Each attempt takes about one round
     /// trip; retries follow the options. Resolves to `{ value: NativeLock }` or `{ error }`.
-    #[napi(catch_unwind)]
-    pub async fn acquire(
+    #[napi(catch_unwind, ts_return_type = "Promise<AcquireOutcome>")]
+    pub fn acquire<'env>(
         &self,
+        env: &'env Env,
         resources: Vec<Buffer>,
         options: &NativeOptions,
         cancel: &CancelHandle,
-    ) -> AcquireOutcome {
+    ) -> napi::Result<Object<'env>> {
+        stages::mark(stages::ENTRY);
         let client = self.inner.clone();
         let token = cancel.token.clone();
         let resources: Vec<Vec<u8>> = resources.iter().map(|b| b.to_vec()).collect();
-        let result = match options.lock_options(client.lock_options().clone()) {
-            Ok(opts) => {
-                on_runtime(
-                    async move { client.acquire_cancellable(resources, &opts, &token).await },
-                )
-                .await
-            }
-            Err(e) => Err(e),
-        };
-        match result {
+        let outcome = |result: Result<quorumlock::Lock, NativeError>| match result {
             Ok(lock) => AcquireOutcome {
                 value: Some(NativeLock::new(lock)),
                 error: None,
@@ -177,24 +224,41 @@ impl NativeClient {
                 value: None,
                 error: Some(e),
             },
+        };
+        match options.lock_options(client.lock_options().clone()) {
+            Ok(opts) => promise(
+                env,
+                async move { client.acquire_cancellable(resources, &opts, &token).await },
+                outcome,
+            ),
+            Err(e) => {
+                let (deferred, promise) = env.create_deferred()?;
+                let o = outcome(Err(e));
+                deferred.resolve(move |_| Ok(o));
+                Ok(promise)
+            }
         }
     }
 
     /// Pings every node and reads its settings; resolves to `{ value: [...] }`, or
     /// `{ error }` when fewer than a quorum answer.
-    #[napi(catch_unwind)]
-    pub async fn ping(&self) -> PingOutcome {
+    #[napi(catch_unwind, ts_return_type = "Promise<PingOutcome>")]
+    pub fn ping<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
         let client = self.inner.clone();
-        match on_runtime(async move { client.ping().await }).await {
-            Ok(all) => PingOutcome {
-                value: Some(all.into_iter().map(NodeInfoEntry::from).collect()),
-                error: None,
+        promise(
+            env,
+            async move { client.ping().await },
+            |result| match result {
+                Ok(all) => PingOutcome {
+                    value: Some(all.into_iter().map(NodeInfoEntry::from).collect()),
+                    error: None,
+                },
+                Err(e) => PingOutcome {
+                    value: None,
+                    error: Some(e),
+                },
             },
-            Err(e) => PingOutcome {
-                value: None,
-                error: Some(e),
-            },
-        }
+        )
     }
 
     /// Number of configured nodes N.

@@ -3,7 +3,6 @@
 
 use napi_derive::napi;
 use quorumlock::{Error, ErrorKind, Report};
-use tokio::task::JoinError;
 
 /// One node's entry of a report.
 #[napi(object, object_from_js = false)]
@@ -96,11 +95,6 @@ impl NativeError {
             attempt_reports: Vec::new(),
         }
     }
-}
-
-/// A task on the shared runtime ended without an answer (it panicked or was aborted).
-pub(crate) fn join_error(e: &JoinError) -> NativeError {
-    NativeError::internal(format!("an engine task failed ({e}); this is a bug"))
 }
 
 /// One core kind and the code the binding gives it.

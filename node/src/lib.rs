@@ -15,6 +15,7 @@ pub mod error;
 pub mod lock;
 pub mod metrics;
 pub mod options;
+mod stages;
 
 use napi_derive::napi;
 

@@ -2,14 +2,14 @@
 
 use std::sync::Arc;
 
-use napi::Status;
-use napi::bindgen_prelude::BigInt;
+use napi::bindgen_prelude::{BigInt, Object};
 use napi::threadsafe_function::{
     ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
 };
+use napi::{Env, Status};
 use napi_derive::napi;
 
-use crate::client::on_runtime;
+use crate::client::promise;
 use crate::error::{NativeError, NodeEntry, nodes};
 use crate::options::millis;
 
@@ -181,20 +181,10 @@ impl NativeLock {
 
     /// Extends the lock to `ttlMs` from now on a quorum of nodes; about one round trip.
     /// Resolves to `{ value: remainingMs }` or `{ error }`.
-    #[napi(catch_unwind)]
-    pub async fn extend(&self, ttl_ms: f64) -> ExtendOutcome {
+    #[napi(catch_unwind, ts_return_type = "Promise<ExtendOutcome>")]
+    pub fn extend<'env>(&self, env: &'env Env, ttl_ms: f64) -> napi::Result<Object<'env>> {
         let lock = self.inner.clone();
-        let result = match millis("ttlMs", ttl_ms) {
-            Ok(ttl) => {
-                on_runtime(async move {
-                    lock.extend(ttl).await?;
-                    Ok(ms(lock.remaining()))
-                })
-                .await
-            }
-            Err(e) => Err(e),
-        };
-        match result {
+        let outcome = |result: Result<f64, NativeError>| match result {
             Ok(v) => ExtendOutcome {
                 value: Some(v),
                 error: None,
@@ -203,27 +193,48 @@ impl NativeLock {
                 value: None,
                 error: Some(e),
             },
+        };
+        match millis("ttlMs", ttl_ms) {
+            Ok(ttl) => promise(
+                env,
+                async move {
+                    lock.extend(ttl).await?;
+                    Ok(ms(lock.remaining()))
+                },
+                outcome,
+            ),
+            Err(e) => {
+                let (deferred, promise) = env.create_deferred()?;
+                let o = outcome(Err(e));
+                deferred.resolve(move |_| Ok(o));
+                Ok(promise)
+            }
         }
     }
 
     /// Releases the lock on every node (compare-and-delete); idempotent. About one round
     /// trip. Resolves to `{ value: ReleaseReport }` or `{ error }`.
-    #[napi(catch_unwind)]
-    pub async fn release(&self) -> ReleaseOutcome {
+    #[napi(catch_unwind, ts_return_type = "Promise<ReleaseOutcome>")]
+    pub fn release<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        crate::stages::mark(crate::stages::ENTRY);
         let lock = self.inner.clone();
-        match on_runtime(async move { lock.release().await }).await {
-            Ok(report) => ReleaseOutcome {
-                value: Some(ReleaseReport {
-                    released_count: u32::try_from(report.released_count()).unwrap_or(u32::MAX),
-                    was_held_by_quorum: report.was_held_by_quorum(),
-                    nodes: nodes(&report),
-                }),
-                error: None,
+        promise(
+            env,
+            async move { lock.release().await },
+            |result| match result {
+                Ok(report) => ReleaseOutcome {
+                    value: Some(ReleaseReport {
+                        released_count: u32::try_from(report.released_count()).unwrap_or(u32::MAX),
+                        was_held_by_quorum: report.was_held_by_quorum(),
+                        nodes: nodes(&report),
+                    }),
+                    error: None,
+                },
+                Err(e) => ReleaseOutcome {
+                    value: None,
+                    error: Some(e),
+                },
             },
-            Err(e) => ReleaseOutcome {
-                value: None,
-                error: Some(e),
-            },
-        }
+        )
     }
 }

@@ -3,18 +3,19 @@
 
 use std::sync::{Mutex, PoisonError};
 
+use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use pyo3_async_runtimes::generic::future_into_py;
 use quorumlock::CancelToken;
 
 use crate::admin::{self, Inspection, NodeInfo};
+use crate::aio::{self, OnCancel};
 use crate::error::{self, NodeResult, ResultExt};
 use crate::lock::Lock;
 use crate::metrics::Metrics;
 use crate::options::{self, ClientConfig};
-use crate::runtime::{self, EngineRuntime};
-use crate::wait::{self, CancelOnDrop, OnStop};
+use crate::stages;
+use crate::wait::{self, OnStop};
 
 /// A Redlock client over N independent Redis masters (the sync and async Python clients
 /// share it).
@@ -76,14 +77,16 @@ impl Client {
         resources: &Bound<'_, PyAny>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Lock> {
+        stages::mark(stages::ENTRY);
         let client = self.get(py)?;
         let resources = options::resources(resources)?;
         let opts = options::lock_options(client.lock_options(), options)?;
         let token = CancelToken::new();
         let cancel = token.clone();
         let fut = async move { client.acquire_cancellable(resources, &opts, &token).await };
-        let lock = wait::run(py, fut, OnStop::Cancel(cancel))?.or_raise()?;
-        Ok(Lock::new(lock))
+        let lock = Lock::new(wait::run(py, fut, OnStop::Cancel(cancel))?.or_raise()?);
+        stages::mark(stages::RETURNED);
+        Ok(lock)
     }
 
     /// `acquire` as an asyncio awaitable; cancelling the task abandons the attempt and cleans up.
@@ -94,17 +97,15 @@ impl Client {
         resources: &Bound<'py, PyAny>,
         options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        stages::mark(stages::ENTRY);
         let client = self.get(py)?;
         let resources = options::resources(resources)?;
         let opts = options::lock_options(client.lock_options(), options)?;
         let token = CancelToken::new();
-        let guard = CancelOnDrop(token.clone());
-        let task = runtime::handle()?
-            .spawn(async move { client.acquire_cancellable(resources, &opts, &token).await });
-        future_into_py::<EngineRuntime, _, _>(py, async move {
-            let _guard = guard;
-            let lock = task.await.map_err(|e| error::task_failed(&e))?.or_raise()?;
-            Ok(Lock::new(lock))
+        let cancel = OnCancel::Cancel(token.clone());
+        let fut = async move { client.acquire_cancellable(resources, &opts, &token).await };
+        aio::spawn(py, fut, cancel, |py, out| {
+            Lock::new(out.or_raise()?).into_py_any(py)
         })
     }
 
@@ -155,11 +156,9 @@ impl Client {
         let resources = options::resources(resources)?;
         let ttl = options::seconds("ttl", ttl)?;
         let value = value.to_owned();
-        let task = runtime::handle()?
-            .spawn(async move { client.extend_value(resources, &value, ttl).await });
-        future_into_py::<EngineRuntime, _, _>(py, async move {
-            let validity = task.await.map_err(|e| error::task_failed(&e))?.or_raise()?;
-            Ok(validity.as_secs_f64())
+        let fut = async move { client.extend_value(resources, &value, ttl).await };
+        aio::spawn(py, fut, OnCancel::Finish, |py, out| {
+            out.or_raise()?.as_secs_f64().into_py_any(py)
         })
     }
 
@@ -181,9 +180,9 @@ impl Client {
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.get(py)?;
         let resource = single(resource)?;
-        future_into_py::<EngineRuntime, _, _>(py, async move {
-            let found = client.inspect(resource).await.or_raise()?;
-            Python::attach(|py| admin::inspection(py, &found))
+        let fut = async move { client.inspect(resource).await };
+        aio::spawn(py, fut, OnCancel::Abort, |py, out| {
+            admin::inspection(py, &out.or_raise()?)?.into_py_any(py)
         })
     }
 
@@ -204,9 +203,9 @@ impl Client {
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.get(py)?;
         let resource = single(resource)?;
-        future_into_py::<EngineRuntime, _, _>(py, async move {
-            let inspection = client.inspect(resource).await.or_raise()?;
-            Ok(inspection.holder().map(str::to_owned))
+        let fut = async move { client.inspect(resource).await };
+        aio::spawn(py, fut, OnCancel::Abort, |py, out| {
+            out.or_raise()?.holder().into_py_any(py)
         })
     }
 
@@ -221,9 +220,9 @@ impl Client {
     /// `ping` as an asyncio awaitable.
     fn ping_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let client = self.get(py)?;
-        future_into_py::<EngineRuntime, _, _>(py, async move {
-            let all = client.ping().await.or_raise()?;
-            Python::attach(|py| admin::infos(py, all))
+        let fut = async move { client.ping().await };
+        aio::spawn(py, fut, OnCancel::Abort, |py, out| {
+            admin::infos(py, out.or_raise()?)?.into_py_any(py)
         })
     }
 

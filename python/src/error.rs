@@ -3,7 +3,6 @@
 //! `.reason`, `.nodes` (one frozen `NodeResult` per node) and `.attempt_reports` (the
 //! nodes of each acquire attempt).
 
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use quorumlock::{Error, ErrorKind, Report};
@@ -135,11 +134,6 @@ impl<T> ResultExt<T> for Result<T, Error> {
     fn or_raise(self) -> PyResult<T> {
         self.map_err(|e| Python::attach(|py| to_py(py, &e)))
     }
-}
-
-/// A task that ended without a value (it panicked or was aborted).
-pub(crate) fn task_failed(e: &tokio::task::JoinError) -> PyErr {
-    PyRuntimeError::new_err(format!("a quorumlock engine task failed: {e}"))
 }
 
 /// Every error kind as `(code, number)`, in numeric order.

@@ -3,12 +3,14 @@
 #![forbid(unsafe_code)]
 
 mod admin;
+mod aio;
 mod client;
 mod error;
 mod lock;
 mod metrics;
 mod options;
 mod runtime;
+mod stages;
 mod wait;
 mod warning;
 
@@ -29,6 +31,8 @@ mod _quorumlock {
     #[pymodule_export]
     use super::after_fork_in_child;
     #[pymodule_export]
+    use super::aio::{Canceller, Completions};
+    #[pymodule_export]
     use super::client::Client;
     #[pymodule_export]
     use super::error::{NodeResult, error_for_kind, error_kinds};
@@ -41,6 +45,8 @@ mod _quorumlock {
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        #[cfg(feature = "stages")]
+        m.add_function(pyo3::wrap_pyfunction!(super::stages::stage_marks, m)?)?;
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
         m.add("FENCE_CHECK_SCRIPT", quorumlock::FENCE_CHECK_SCRIPT)?;
         // Seconds; the float is a hair below the limit, so it converts back within it.

@@ -2,14 +2,16 @@
 
 use std::sync::Arc;
 
+use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use pyo3_async_runtimes::generic::future_into_py;
 use quorumlock::Error;
 
+use crate::aio::{self, OnCancel};
 use crate::error::{self, NodeResult, ResultExt};
 use crate::options;
-use crate::runtime::{self, EngineRuntime};
+use crate::runtime;
+use crate::stages;
 use crate::wait::{self, OnStop};
 
 /// A held lock. Released in the background if dropped while held.
@@ -137,27 +139,31 @@ impl Lock {
     ) -> PyResult<Bound<'py, PyAny>> {
         let ttl = self.ttl_or_default(ttl)?;
         let lock = self.inner.clone();
-        let task = runtime::handle()?.spawn(async move { lock.extend(ttl).await });
-        future_into_py::<EngineRuntime, _, _>(py, async move {
-            task.await.map_err(|e| error::task_failed(&e))?.or_raise()
+        let fut = async move { lock.extend(ttl).await };
+        aio::spawn(py, fut, OnCancel::Finish, |py, out| {
+            out.or_raise()?;
+            Ok(py.None())
         })
     }
 
     /// Releases on every node and returns the per-node report; idempotent.
     fn release(&self, py: Python<'_>) -> PyResult<Vec<Py<NodeResult>>> {
+        stages::mark(stages::ENTRY);
         let lock = self.inner.clone();
         let report =
             wait::run(py, async move { lock.release().await }, OnStop::Finish)?.or_raise()?;
-        error::nodes(py, &report)
+        let nodes = error::nodes(py, &report);
+        stages::mark(stages::RETURNED);
+        nodes
     }
 
     /// `release` as an asyncio awaitable. The release finishes even if the task is cancelled.
     fn release_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        stages::mark(stages::ENTRY);
         let lock = self.inner.clone();
-        let task = runtime::handle()?.spawn(async move { lock.release().await });
-        future_into_py::<EngineRuntime, _, _>(py, async move {
-            let report = task.await.map_err(|e| error::task_failed(&e))?.or_raise()?;
-            Python::attach(|py| error::nodes(py, &report))
+        let fut = async move { lock.release().await };
+        aio::spawn(py, fut, OnCancel::Finish, |py, out| {
+            error::nodes(py, &out.or_raise()?)?.into_py_any(py)
         })
     }
 
@@ -186,9 +192,9 @@ impl Lock {
     /// Awaitable: the `LockLost` exception once lost, or `None` once released.
     fn wait_lost_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let mut signal = self.inner.lost_signal();
-        future_into_py::<EngineRuntime, _, _>(py, async move {
-            let lost = signal.wait().await;
-            Ok(Python::attach(|py| lost_exception(py, lost)))
+        let fut = async move { signal.wait().await };
+        aio::spawn(py, fut, OnCancel::Abort, |py, lost| {
+            Ok(lost_exception(py, lost).unwrap_or_else(|| py.None()))
         })
     }
 

@@ -1,6 +1,8 @@
 //! Waiting for engine work without holding the GIL (ARCHITECTURE.md §3 step 3): the work runs
-//! as a task on the shared runtime while the caller loops on `py.detach(recv 50 ms)` and
-//! `py.check_signals()`, so other threads run and Ctrl-C is seen within 50 ms.
+//! as a task on the shared runtime, next to the connections' tasks (as in Rust, the replies
+//! are handled on the runtime's workers, and the caller is woken once, with the output), while
+//! the caller loops on `py.detach(recv 50 ms)` and `py.check_signals()`, so other threads run
+//! and Ctrl-C is seen within 50 ms.
 
 use std::future::Future;
 use std::sync::mpsc;
@@ -9,24 +11,26 @@ use std::time::Duration;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use quorumlock::{CancelToken, MonoTime};
+use tokio::runtime::Handle;
 
 use crate::runtime;
+use crate::stages::{self, DONE, POLLED, RESUMED};
 
 const SLICE: Duration = Duration::from_millis(50);
 
-/// What happens to the engine task when the caller stops waiting (a signal handler raised,
+/// What happens to the engine work when the caller stops waiting (a signal handler raised,
 /// or the timeout passed).
 pub(crate) enum OnStop {
     /// Cancel the token: the engine abandons the attempt and cleans up by itself.
     Cancel(CancelToken),
-    /// Let the task finish in the background (release, extend).
+    /// Let the work finish in the background (release, extend).
     Finish,
-    /// Drop the task (pure waits, which own nothing).
+    /// Drop the work (pure waits, which own nothing).
     Abort,
 }
 
-/// Runs `fut` on the shared runtime and waits for its output with the GIL released. Returns
-/// `Ok(None)` when `timeout` passes first.
+/// Runs `fut` and waits for its output with the GIL released. Returns `Ok(None)` when
+/// `timeout` passes first.
 ///
 /// # Errors
 /// Whatever a signal handler raised (`KeyboardInterrupt`), after applying `on_stop`.
@@ -40,8 +44,30 @@ where
     T: Send + 'static,
     F: Future<Output = T> + Send + 'static,
 {
+    let handle = runtime::handle()?;
+    let fut = async move {
+        stages::mark(POLLED);
+        let out = fut.await;
+        stages::mark(DONE);
+        out
+    };
+    wait_on_task(py, &handle, fut, timeout, on_stop)
+}
+
+/// [`wait`]'s loop: the work runs as a task and the caller waits on a channel in slices.
+fn wait_on_task<T, F>(
+    py: Python<'_>,
+    handle: &Handle,
+    fut: F,
+    timeout: Option<Duration>,
+    on_stop: OnStop,
+) -> PyResult<Option<T>>
+where
+    T: Send + 'static,
+    F: Future<Output = T> + Send + 'static,
+{
     let (tx, mut rx) = mpsc::sync_channel(1);
-    let task = runtime::handle()?.spawn(async move {
+    let task = handle.spawn(async move {
         // A receiver that stopped waiting drops the output here (a lock won after a
         // cancellation is then released in the background by its drop).
         let _ = tx.send(fut.await);
@@ -57,7 +83,10 @@ where
         let (got, back) = py.detach(move || (rx.recv_timeout(slice), rx));
         rx = back;
         match got {
-            Ok(v) => return Ok(Some(v)),
+            Ok(v) => {
+                stages::mark(RESUMED);
+                return Ok(Some(v));
+            }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 return Err(PyRuntimeError::new_err(
@@ -86,14 +115,4 @@ where
     F: Future<Output = T> + Send + 'static,
 {
     wait(py, fut, None, on_stop)?.ok_or_else(|| PyRuntimeError::new_err("no result"))
-}
-
-/// Cancels a token when dropped: an asyncio task cancelled while acquiring drops its Rust
-/// future, and with it this guard.
-pub(crate) struct CancelOnDrop(pub(crate) CancelToken);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.cancel();
-    }
 }

@@ -5,8 +5,11 @@
 //! ```text
 //! cargo run --release -p quorumlock-bench -- [--secs 3] [--persist none|always|everysec]
 //!                                           [--rounds 2] [--conc 1,16,64] [--callgrind]
-//!                                           [--json]
+//!                                           [--json] [--nodes URL,URL,...]
 //! ```
+//!
+//! `--nodes` measures on running nodes instead of starting 5 (the Python and Node benchmarks
+//! run it on theirs, between their own runs).
 //!
 //! For each concurrency the implementations alternate (floor, quorumlock, floor, ...) for
 //! `--rounds` rounds each; the reported run of each is its best by throughput. The exit
@@ -55,7 +58,7 @@ const RELEASE_LUA: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
                            return redis.call('DEL', KEYS[1]) else return 0 end";
 /// Printed for `--help` and bad arguments.
 const USAGE: &str = "usage: quorumlock-bench [--secs S] [--persist none|always|everysec] \
-[--rounds N] [--conc 1,16,64] [--callgrind] [--json]
+[--rounds N] [--conc 1,16,64] [--callgrind] [--json] [--nodes URL,URL,...]
        quorumlock-bench --count floor|quorumlock --cycles N --nodes URL,URL,...";
 
 /// Command-line settings.
@@ -66,15 +69,17 @@ struct Args {
     persist: Persist,
     /// Runs per implementation and concurrency.
     rounds: usize,
+    /// Concurrencies to measure, in order.
+    conc: Vec<usize>,
     /// Print one JSON object instead of the table.
     json: bool,
-    /// Concurrencies to measure.
-    conc: Vec<usize>,
     /// Also count instructions per cycle under callgrind.
     callgrind: bool,
     /// Count mode (run under callgrind by `--callgrind`): the implementation (0 floor,
-    /// 1 quorumlock), the cycles and the nodes.
-    count: Option<(usize, u64, Vec<String>)>,
+    /// 1 quorumlock) and the cycles, on `nodes`.
+    count: Option<(usize, u64)>,
+    /// Running nodes to use instead of starting `NODES` (comma-separated URLs).
+    nodes: Option<Vec<String>>,
 }
 
 /// Parses the command line; `Err` holds the message to print.
@@ -83,12 +88,13 @@ fn parse_args() -> Result<Args, String> {
         secs: 3.0,
         persist: Persist::None,
         rounds: 2,
-        json: false,
         conc: CONCURRENCY.to_vec(),
+        json: false,
         callgrind: false,
         count: None,
+        nodes: None,
     };
-    let (mut count_impl, mut cycles, mut nodes) = (None, 0u64, Vec::new());
+    let (mut count_impl, mut cycles) = (None, 0u64);
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or(format!("{flag} needs a value\n{USAGE}"));
@@ -96,13 +102,18 @@ fn parse_args() -> Result<Args, String> {
             "--secs" => args.secs = value()?.parse().map_err(|e| format!("--secs: {e}"))?,
             "--persist" => args.persist = value()?.parse()?,
             "--rounds" => args.rounds = value()?.parse().map_err(|e| format!("--rounds: {e}"))?,
+            "--conc" => {
+                args.conc = value()?
+                    .split(',')
+                    .map(|c| {
+                        c.trim()
+                            .parse::<usize>()
+                            .map_err(|e| format!("--conc: {e}"))
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
             "--json" => args.json = true,
             "--callgrind" => args.callgrind = true,
-            "--conc" => {
-                let v = value()?;
-                let conc: Result<Vec<usize>, _> = v.split(',').map(str::parse).collect();
-                args.conc = conc.map_err(|e| format!("--conc: {e}"))?;
-            }
             "--count" => {
                 let v = value()?;
                 count_impl = Some(
@@ -113,7 +124,7 @@ fn parse_args() -> Result<Args, String> {
                 );
             }
             "--cycles" => cycles = value()?.parse().map_err(|e| format!("--cycles: {e}"))?,
-            "--nodes" => nodes = value()?.split(',').map(String::from).collect(),
+            "--nodes" => args.nodes = Some(value()?.split(',').map(str::to_owned).collect()),
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
@@ -125,10 +136,10 @@ fn parse_args() -> Result<Args, String> {
         return Err("--conc must list positive concurrencies".into());
     }
     if let Some(which) = count_impl {
-        if nodes.is_empty() {
+        if args.nodes.is_none() {
             return Err(format!("--count needs --nodes\n{USAGE}"));
         }
-        args.count = Some((which, cycles, nodes));
+        args.count = Some((which, cycles));
     }
     Ok(args)
 }
@@ -482,23 +493,35 @@ fn main() -> Result<(), BoxError> {
         .worker_threads(WORKERS)
         .enable_all()
         .build()?;
-    if let Some((which, cycles, urls)) = &args.count {
-        return rt.block_on(count(*which, *cycles, urls));
+    if let (Some((which, cycles)), Some(urls)) = (args.count, &args.nodes) {
+        return rt.block_on(count(which, cycles, urls));
     }
-    eprintln!(
-        "starting {NODES} redis-server nodes (persist {})",
-        args.persist
-    );
-    let cluster = Cluster::builder()
-        .nodes(NODES)
-        .persist(args.persist)
-        .start()?;
+    let cluster = match args.nodes {
+        Some(_) => None,
+        None => {
+            eprintln!(
+                "starting {NODES} redis-server nodes (persist {})",
+                args.persist
+            );
+            Some(
+                Cluster::builder()
+                    .nodes(NODES)
+                    .persist(args.persist)
+                    .start()?,
+            )
+        }
+    };
+    let urls = match (&args.nodes, &cluster) {
+        (Some(urls), _) => urls.clone(),
+        (None, Some(cluster)) => cluster.urls(),
+        (None, None) => Vec::new(),
+    };
     let load_before = loadavg();
-    let cases = rt.block_on(bench(&args, &cluster.urls()))?;
+    let cases = rt.block_on(bench(&args, &urls))?;
     let load_after = loadavg();
     drop(rt);
     let instr = if args.callgrind {
-        Some(callgrind(&cluster.urls())?)
+        Some(callgrind(&urls)?)
     } else {
         None
     };

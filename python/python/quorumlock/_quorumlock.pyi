@@ -1,5 +1,6 @@
 """Stubs for the native module; checked with ``python -m mypy.stubtest quorumlock._quorumlock``."""
 
+from asyncio import Future
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Literal, TypedDict, Unpack, final
@@ -9,7 +10,9 @@ from ._errors import LockLost
 __all__ = [
     "FENCE_CHECK_SCRIPT",
     "MAX_TTL_LIMIT",
+    "Canceller",
     "Client",
+    "Completions",
     "Histogram",
     "Holding",
     "Inspection",
@@ -262,3 +265,15 @@ class Client:
 def after_fork_in_child() -> None: ...
 def error_kinds() -> list[tuple[str, int]]: ...
 def error_for_kind(number: int) -> BaseException: ...
+
+@final
+class Completions:
+    """The completion queue of one asyncio event loop (``quorumlock._aio``)."""
+    def __new__(cls) -> Completions: ...
+    def fileno(self) -> int: ...
+    def drain(self) -> None: ...
+
+@final
+class Canceller:
+    """The done-callback that stops an engine task whose future was cancelled."""
+    def __call__(self, future: Future[object]) -> None: ...

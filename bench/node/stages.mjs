@@ -1,0 +1,76 @@
+// Where the time of one call goes: acquire and release at c=1 through the Node package, split
+// into stages by marks the addon records (built with the cargo feature `stages`: `make
+// bench-stages`).
+//
+//   node bench/node/stages.mjs [--calls 2000]
+//
+// Stages (medians over the calls, µs): `js` the JavaScript side (index.js, argument
+// conversion, the outcome becoming a JS object, the promise's reactions), `entry` native entry
+// to the engine future's first poll on a runtime worker (the hand-off), `engine` the engine
+// future itself (its I/O), `back` from the output being ready to the event loop's thread
+// holding it (the threadsafe-function wake-up). Nodes: $QL_NODES, else 5 started with
+// ql-harness (persist always). The addon: $QL_NODE_PKG or bench/node/.pkg/quorumlock.
+import { createRequire } from 'node:module'
+import { loadavg } from 'node:os'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+
+import { startNodes, stopNodes } from './nodes.mjs'
+
+const require = createRequire(import.meta.url)
+const PKG = process.env.QL_NODE_PKG ?? fileURLToPath(new URL('./.pkg/quorumlock/', import.meta.url))
+const STAGES = ['js', 'entry', 'engine', 'back']
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.floor(s.length / 2)]
+}
+
+function split (t0, t1, m) {
+  const native = m[3] - m[0]
+  return [(t1 - t0 - native) / 1e3, (m[1] - m[0]) / 1e3, (m[2] - m[1]) / 1e3, (m[3] - m[2]) / 1e3]
+}
+
+async function main () {
+  const { values } = parseArgs({ options: { calls: { type: 'string', default: '2000' } } })
+  const calls = Number(values.calls)
+  const native = require(`${PKG}/native.js`)
+  if (typeof native.stageMarks !== 'function') {
+    console.error('this addon was built without the `stages` feature (make bench-stages)')
+    process.exit(2)
+  }
+  const { Client } = require(PKG)
+  const [urls, runDir] = startNodes()
+  const rows = { acquire: [], release: [] }
+  try {
+    const client = await Client.connect({ nodes: urls, ttlMs: 10_000, retryCount: 0, nodeTimeoutMs: 200 })
+    const now = process.hrtime.bigint
+    for (let i = 0; i < calls + 200; i++) {
+      const t0 = now()
+      const lock = await client.acquire(`stages:${i % 16}`)
+      const t1 = now()
+      const ma = native.stageMarks()
+      const t2 = now()
+      await lock.release()
+      const t3 = now()
+      const mr = native.stageMarks()
+      if (i >= 200) {
+        rows.acquire.push(split(Number(t0), Number(t1), ma))
+        rows.release.push(split(Number(t2), Number(t3), mr))
+      }
+    }
+    await client.close()
+  } finally {
+    stopNodes(runDir)
+  }
+  console.log(`stages of one call at c=1, medians of ${calls} calls (µs), load average ` +
+    loadavg().map((x) => x.toFixed(2)).join(' '))
+  for (const [op, samples] of Object.entries(rows)) {
+    const med = STAGES.map((_, i) => median(samples.map((s) => s[i])))
+    const total = median(samples.map((s) => s.reduce((a, b) => a + b, 0)))
+    console.log(`node     ${op.padEnd(8)} total ${total.toFixed(1).padStart(6)} µs  ` +
+      STAGES.map((st, i) => `${st} ${med[i].toFixed(1).padStart(6)}`).join('  '))
+  }
+}
+
+await main()
