@@ -415,6 +415,9 @@ class Client {
   }
   /** The Redis key of a resource. */
   key(resource) {
+    if (typeof resource !== 'string' && !(resource instanceof Uint8Array)) {
+      throw new TypeError(`resource must be a string or a Buffer (got ${resource === null ? 'null' : Array.isArray(resource) ? 'an array' : typeof resource})`)
+    }
     return this.#connected().key(toResources(resource).buffers[0])
   }
 

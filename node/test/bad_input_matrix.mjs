@@ -68,10 +68,7 @@ const ACCEPTS = {
 }
 
 // Known defects, each reported: a case listed here must still fail (else remove it).
-const KNOWN = new Map([
-  // key() takes an array and reads its first element; of [] a plain napi Error.
-  ['key(resource) with []', 'node/index.js key(): toResources(...).buffers[0] of [] is undefined'],
-])
+const KNOWN = new Map([])
 
 let cases = 0
 const failures = []

@@ -95,14 +95,9 @@ ACCEPTS: dict[str, set[str]] = {
 }
 
 # Known defects, each reported: a case listed here must still fail (else remove it from here).
-KNOWN = {
-    f"acquire(on_lost=) with {name}": "on_lost is not checked to be callable"
-    for name, v in VALUES
-    if v is not None and not callable(v)
-}
-# Either outcome is right: a 10 MB string as on_lost can also make the call too slow to keep
-# its validity (ValidityTooShort).
-EITHER = {"acquire(on_lost=) with 10 MB str"}
+KNOWN: dict[str, str] = {}
+# Cases where either outcome is right.
+EITHER: set[str] = set()
 
 
 def accepts(kind: str, name: str) -> bool:

@@ -92,7 +92,11 @@ class _LockBase:
 
 
 def _prepare(options: dict[str, Any]) -> OnLost | None:
-    return options.pop("on_lost", None)
+    on_lost = options.pop("on_lost", None)
+    if on_lost is not None and not callable(on_lost):
+        # Checked here: the engine calls it only when the lock is lost, on an engine thread.
+        raise TypeError(f"on_lost must be a callable or None, not {type(on_lost).__name__}")
+    return on_lost
 
 
 class Lock(_LockBase):
