@@ -46,11 +46,12 @@ demo: deps build $(DEMO_TARGETS)
 
 ## test: format and lint checks, then every test against real redis-server processes.
 ## The language suites run TEST_JOBS at a time (default 2): most of their time is spent waiting
-## on nodes, subprocesses and timers, not on a core. Each suite's output is printed in one
-## piece when it ends (--output-sync). `make test TEST_JOBS=1` runs them one after another.
+## on nodes, subprocesses and timers, not on a core. Their lines interleave, each whole
+## (--output-sync=line: a suite that hangs still shows how far it got). `make test TEST_JOBS=1`
+## runs them one after another.
 TEST_JOBS ?= 2
 test: deps lint test-rust
-	$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target $(TEST_TARGETS)
+	$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=line $(TEST_TARGETS)
 
 # The simulator (quorumlock-sim) turns on quorumlock-proto's `mutants` feature. In a workspace
 # build that feature would reach every crate above proto, so each later `cargo build -p ...` of

@@ -34,7 +34,7 @@ pub(crate) fn spawn(shared: &Arc<Shared>, generation: u64) {
 async fn run(shared: Arc<Shared>, generation: u64) {
     let mut retry = false;
     let mut current = shared.watchdog_gen.subscribe();
-    loop {
+    'watch: loop {
         if *current.borrow_and_update() != generation {
             return;
         }
@@ -53,9 +53,23 @@ async fn run(shared: Arc<Shared>, generation: u64) {
             return;
         }
         let inner = &shared.grant.inner;
-        let permit = tokio::select! {
-            _ = current.changed() => continue,
-            p = inner.extend_permits.acquire() => p,
+        // The wait for a permit is bounded by the deadline like the sleep above: a lock whose
+        // validity runs out in the queue is lost then, not when its turn comes.
+        let permit = loop {
+            let Some((_, valid_until)) = lock::renewed_at(&shared) else {
+                return;
+            };
+            tokio::select! {
+                _ = current.changed() => continue 'watch,
+                p = inner.extend_permits.acquire() => break p,
+                () = tokio::time::sleep(valid_until.saturating_since(MonoTime::now())) => {
+                    // An explicit extend may have renewed it meanwhile: then wait on.
+                    if lock::renewed_at(&shared).is_some_and(|(_, v)| v <= MonoTime::now()) {
+                        lock::expired(&shared, Report::default());
+                        return;
+                    }
+                }
+            }
         };
         if *current.borrow() != generation {
             return;

@@ -31,23 +31,40 @@ struct Done {
     result: Convert,
 }
 
+/// Finished operations, and whether the loop's queue is gone.
+#[derive(Default)]
+struct Queue {
+    done: Vec<Done>,
+    /// Set when the [`Completions`] is dropped: nobody reads the pipe any more.
+    closed: bool,
+}
+
 /// What engine tasks and the loop share.
 struct Shared {
-    queue: Mutex<Vec<Done>>,
+    queue: Mutex<Queue>,
     writer: PipeWriter,
 }
 
 impl Shared {
+    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn push(&self, done: Done) {
-        let was_empty = {
-            let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-            queue.push(done);
-            queue.len() == 1
-        };
-        if was_empty {
+        let mut queue = self.queue();
+        if queue.closed {
+            // The loop is gone, and a write to a pipe without a reader raises SIGPIPE, which
+            // kills a process that restored its default handler. The output is dropped here
+            // (a lock won meanwhile is released in the background).
+            drop(queue);
+            drop(done);
+            return;
+        }
+        queue.done.push(done);
+        if queue.done.len() == 1 {
             // At most one byte per non-empty stretch of the queue (plus one stray byte when a
-            // drain raced with this push), so the pipe never fills and this never blocks. A
-            // failure means the loop and its read end are gone: nobody is waiting.
+            // drain raced with this push), so the pipe never fills and this never blocks.
+            // Written under the queue's lock: the read end closes only after `closed` is set.
             let _ = (&self.writer).write_all(&[1]);
         }
     }
@@ -69,7 +86,7 @@ impl Completions {
             .map_err(|e| PyRuntimeError::new_err(format!("cannot create a pipe: {e}")))?;
         Ok(Completions {
             shared: Arc::new(Shared {
-                queue: Mutex::new(Vec::new()),
+                queue: Mutex::new(Queue::default()),
                 writer,
             }),
             reader,
@@ -97,13 +114,7 @@ impl Completions {
     fn drain(&self, py: Python<'_>) {
         // The read end is non-blocking (set by `quorumlock._aio`); a byte or none.
         let _ = (&self.reader).read(&mut [0u8; 64]);
-        let done = std::mem::take(
-            &mut *self
-                .shared
-                .queue
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
+        let done = std::mem::take(&mut self.shared.queue().done);
         for Done { future, result } in done {
             stages::mark(RESUMED);
             let future = future.bind(py);
@@ -122,6 +133,18 @@ impl Completions {
             }
             stages::mark(RETURNED);
         }
+    }
+}
+
+impl Drop for Completions {
+    fn drop(&mut self) {
+        // Before the read end closes (it is dropped after this): no engine task writes to it.
+        let done = {
+            let mut queue = self.shared.queue();
+            queue.closed = true;
+            std::mem::take(&mut queue.done)
+        };
+        drop(done);
     }
 }
 
