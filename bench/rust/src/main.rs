@@ -22,6 +22,9 @@
 //! (start-up, connection and warm-up cancel out).
 #![forbid(unsafe_code)]
 
+#[path = "common.rs"]
+mod common;
+
 use std::time::Duration;
 
 use futures_util::future::join_all;
@@ -477,13 +480,6 @@ fn callgrind(urls: &[String]) -> Result<[f64; 2], BoxError> {
     Ok(per_cycle)
 }
 
-/// The load average (1, 5, 15 min) as text.
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "?".into())
-}
-
 fn main() -> Result<(), BoxError> {
     let args = parse_args().unwrap_or_else(|msg| {
         eprintln!("{msg}");
@@ -516,9 +512,9 @@ fn main() -> Result<(), BoxError> {
         (None, Some(cluster)) => cluster.urls(),
         (None, None) => Vec::new(),
     };
-    let load_before = loadavg();
+    let load_before = common::loadavg();
     let cases = rt.block_on(bench(&args, &urls))?;
-    let load_after = loadavg();
+    let load_after = common::loadavg();
     drop(rt);
     let instr = if args.callgrind {
         Some(callgrind(&urls)?)

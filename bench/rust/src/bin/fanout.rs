@@ -21,6 +21,9 @@
 //! goes through the same proxies and includes that.
 #![forbid(unsafe_code)]
 
+#[path = "../common.rs"]
+mod common;
+
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -243,13 +246,6 @@ async fn one_n(n: usize, args: &Args) -> Result<Json, BoxError> {
     }))
 }
 
-/// The load average (1, 5, 15 min) as text.
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "?".into())
-}
-
 fn main() -> Result<(), BoxError> {
     let args = parse_args().unwrap_or_else(|msg| {
         eprintln!("{msg}");
@@ -259,12 +255,12 @@ fn main() -> Result<(), BoxError> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let load_before = loadavg();
+    let load_before = common::loadavg();
     let mut rows = Vec::new();
     for &n in &args.nodes {
         rows.push(rt.block_on(one_n(n, &args))?);
     }
-    let load_after = loadavg();
+    let load_after = common::loadavg();
     let p = |n: u64, k: &str| {
         rows.iter()
             .find(|r| r["nodes"].as_u64() == Some(n))

@@ -25,6 +25,9 @@
 //! inside it.
 #![forbid(unsafe_code)]
 
+#[path = "../common.rs"]
+mod common;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -549,13 +552,6 @@ async fn bench(args: &Args, urls: &[String]) -> Result<Vec<Json>, BoxError> {
     Ok(out)
 }
 
-/// The load average (1, 5, 15 min) as text.
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "?".into())
-}
-
 fn main() -> Result<(), BoxError> {
     let args = parse_args().unwrap_or_else(|msg| {
         eprintln!("{msg}");
@@ -575,7 +571,7 @@ fn main() -> Result<(), BoxError> {
             (cluster.urls(), Some(cluster))
         }
     };
-    let load_before = loadavg();
+    let load_before = common::loadavg();
     eprintln!(
         "quorumlock hand-off: {} workers x 1 resource, hold {} µs, outside {} µs, {} s per row, {} nodes, load average {load_before}",
         args.workers,
@@ -596,7 +592,7 @@ fn main() -> Result<(), BoxError> {
         "outside_ms": args.outside.as_secs_f64() * 1e3, "secs": args.secs,
         "warmup_secs": WARMUP.as_secs_f64(), "nodes": urls.len(), "persist": args.persist.as_str(),
         "ttl_ms": TTL.as_millis() as u64, "retry_count": RETRY_COUNT, "wait_ms": WAIT.as_millis() as u64,
-        "tokio_threads": THREADS, "load_before": load_before, "load_after": loadavg(),
+        "tokio_threads": THREADS, "load_before": load_before, "load_after": common::loadavg(),
         "gap": "start of the previous holder's release call -> next holder's acquire returned",
         "rows": rows,
     });

@@ -17,6 +17,9 @@
 //! ```
 #![forbid(unsafe_code)]
 
+#[path = "../common.rs"]
+mod common;
+
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -92,12 +95,6 @@ fn rss() -> u64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
         .map_or(0, |kb| kb * 1024)
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "?".into())
 }
 
 async fn bench(args: &Args, urls: &[String]) -> Result<serde_json::Value, BoxError> {
@@ -216,7 +213,7 @@ fn main() -> Result<(), BoxError> {
             (cluster.urls(), Some(cluster))
         }
     };
-    let load_before = loadavg();
+    let load_before = common::loadavg();
     // One core: everything (the locks' timers, the connections) on this thread.
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -226,7 +223,7 @@ fn main() -> Result<(), BoxError> {
     drop(cluster);
     if let Some(o) = result.as_object_mut() {
         o.insert("load_before".into(), json!(load_before));
-        o.insert("load_after".into(), json!(loadavg()));
+        o.insert("load_after".into(), json!(common::loadavg()));
         o.insert("nodes".into(), json!(urls.len()));
     }
     let r = &result;
