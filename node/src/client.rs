@@ -22,6 +22,16 @@ use crate::metrics::NativeMetrics;
 use crate::options::NativeOptions;
 use crate::stages::{self, DONE, POLLED, RESUMED};
 
+/// A promise already settled with `outcome` (bad arguments found before any work starts).
+pub(crate) fn settled<O>(env: &Env, outcome: O) -> napi::Result<Object<'_>>
+where
+    O: ToNapiValue + Send + 'static,
+{
+    let (deferred, promise) = env.create_deferred()?;
+    deferred.resolve(move |_| Ok(outcome));
+    Ok(promise)
+}
+
 /// Runs `work` as a task on quorumlock's shared runtime, where the client's connections live,
 /// and returns a promise that the task settles with `outcome(result)` itself, through one
 /// threadsafe-function call to the event loop: no second runtime and no thread in between.
@@ -159,12 +169,7 @@ pub fn connect<'env>(
     };
     match builder {
         Ok(builder) => promise(env, builder.connect(), outcome),
-        Err(e) => {
-            let (deferred, promise) = env.create_deferred()?;
-            let o = outcome(Err(e));
-            deferred.resolve(move |_| Ok(o));
-            Ok(promise)
-        }
+        Err(e) => settled(env, outcome(Err(e))),
     }
 }
 
@@ -231,12 +236,7 @@ impl NativeClient {
                 async move { client.acquire_cancellable(resources, &opts, &token).await },
                 outcome,
             ),
-            Err(e) => {
-                let (deferred, promise) = env.create_deferred()?;
-                let o = outcome(Err(e));
-                deferred.resolve(move |_| Ok(o));
-                Ok(promise)
-            }
+            Err(e) => settled(env, outcome(Err(e))),
         }
     }
 

@@ -203,12 +203,7 @@ impl NativeLock {
                 },
                 outcome,
             ),
-            Err(e) => {
-                let (deferred, promise) = env.create_deferred()?;
-                let o = outcome(Err(e));
-                deferred.resolve(move |_| Ok(o));
-                Ok(promise)
-            }
+            Err(e) => crate::client::settled(env, outcome(Err(e))),
         }
     }
 
