@@ -74,6 +74,13 @@ async fn run(shared: Arc<Shared>, generation: u64) {
         if *current.borrow() != generation {
             return;
         }
+        // An explicit extend during the wait may have renewed the lock: then this one is not
+        // due any more (and would count against max_extensions for nothing).
+        match lock::next_extend(&shared, interval, retry, value::random8()) {
+            None => return,
+            Some(due) if due > MonoTime::now() => continue,
+            Some(_) => {}
+        }
         let result = lock::extend(&shared, opts.get_ttl()).await;
         drop(permit);
         match result {
