@@ -10,6 +10,7 @@
 
 use std::future::Future;
 use std::io::{PipeReader, PipeWriter, Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pyo3::exceptions::PyRuntimeError;
@@ -153,10 +154,19 @@ impl Drop for Completions {
 struct Deliver {
     shared: Arc<Shared>,
     future: Option<Py<PyAny>>,
+    /// Set by the [`Canceller`] when the future was cancelled: nobody awaits the output.
+    cancelled: Arc<AtomicBool>,
 }
 
 impl Deliver {
     fn send(mut self, result: Convert) {
+        if self.cancelled.load(Ordering::Acquire) {
+            // Dropped here, on the engine thread: a lock won as its task was cancelled is
+            // released at once, even if the loop never drains again (closed by asyncio.run).
+            self.future = None;
+            drop(result);
+            return;
+        }
         if let Some(future) = self.future.take() {
             self.shared.push(Done { future, result });
         }
@@ -194,6 +204,7 @@ pub(crate) enum OnCancel {
 pub(crate) struct Canceller {
     token: Option<CancelToken>,
     abort: Option<AbortHandle>,
+    cancelled: Arc<AtomicBool>,
 }
 
 #[pymethods]
@@ -203,6 +214,7 @@ impl Canceller {
             .call_method0(intern!(future.py(), "cancelled"))?
             .is_truthy()?
         {
+            self.cancelled.store(true, Ordering::Release);
             if let Some(token) = &self.token {
                 token.cancel();
             }
@@ -240,9 +252,11 @@ where
 {
     let handle = runtime::handle()?;
     let (future, queue) = loop_future(py)?;
+    let cancelled = Arc::new(AtomicBool::new(false));
     let deliver = Deliver {
         shared: queue.get().shared.clone(),
         future: Some(future.clone().unbind()),
+        cancelled: cancelled.clone(),
     };
     let task = handle.spawn(async move {
         stages::mark(POLLED);
@@ -255,10 +269,12 @@ where
         OnCancel::Cancel(token) => Some(Canceller {
             token: Some(token),
             abort: None,
+            cancelled,
         }),
         OnCancel::Abort => Some(Canceller {
             token: None,
             abort: Some(task.abort_handle()),
+            cancelled,
         }),
     };
     if let Some(c) = canceller {
