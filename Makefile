@@ -64,6 +64,9 @@ test-rust:
 lint: check-builds
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+	@# The engine's entry points for fuzz/ (feature `fuzzing`), which no workspace build enables;
+	@# with the workspace-hack selected too, the dependencies are the ones checked just above.
+	$(CARGO) clippy -p quorumlock -p quorumlock-workspace-hack --features quorumlock/fuzzing --locked -- -D warnings
 	RUSTDOCFLAGS=-Dwarnings $(CARGO) doc --workspace --no-deps --locked -q
 
 ## check-builds: every binding's cargo build reuses the third-party crates of the workspace's

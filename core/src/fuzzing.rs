@@ -40,12 +40,13 @@ pub fn check(builder: &ClientBuilder) -> Result<Checked, Error> {
 }
 
 /// Parses `redis+cluster://` / `rediss+cluster://` URLs: `Ok(None)` for other schemes, the
-/// member's display address otherwise.
+/// member's display address otherwise. No TLS files are read here (the `tls_*` parameters
+/// go through [`check`], which reads them as a client does).
 ///
 /// # Errors
 /// The parser's message.
 pub fn parse_cluster(url: &str) -> Result<Option<String>, String> {
-    Ok(target::parse_cluster(url, Duration::from_secs(1))?.map(|t| t.display()))
+    Ok(target::parse_cluster(url, None, Duration::from_secs(1))?.map(|t| t.display()))
 }
 
 /// What the start-up probe makes of one server's `INFO` and `CONFIG GET` replies (as
