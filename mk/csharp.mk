@@ -40,5 +40,5 @@ csharp-build:
 ## test-csharp: the NUnit suite (nunit-console under Mono) against 3 ql-harness nodes.
 test-csharp: harness csharp-lib csharp-build
 	@start=$$(date +%s.%N); \
-	QUORUMLOCK_LIB=$(CS_PREFIX)/lib/libquorumlock.so $(HARNESS) exec --nodes 3 -- csharp/tests/run-tests.sh $(CS_BUILD); rc=$$?; \
+	QL_HARNESS=$(abspath $(HARNESS)) QUORUMLOCK_LIB=$(CS_PREFIX)/lib/libquorumlock.so $(HARNESS) exec --nodes 3 -- csharp/tests/run-tests.sh $(CS_BUILD); rc=$$?; \
 	awk -v s=$$start -v e=$$(date +%s.%N) 'BEGIN { printf "test-csharp: %.1f s (NUnit and its nodes)\n", e - s }'; exit $$rc
