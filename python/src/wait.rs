@@ -1,10 +1,11 @@
 //! Waiting for engine work without holding the GIL (ARCHITECTURE.md §3 step 3): the work runs
 //! as a task on the shared runtime, next to the connections' tasks (as in Rust, the replies
 //! are handled on the runtime's workers, and the caller is woken once, with the output), while
-//! the caller loops on `py.detach(recv 50 ms)` and `py.check_signals()`, so other threads run
-//! and Ctrl-C is seen within 50 ms.
+//! the caller polls for the output for up to 500 µs, then loops on `py.detach(recv 50 ms)` and
+//! `py.check_signals()`, so other threads run and Ctrl-C is seen within 50 ms.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -17,6 +18,45 @@ use crate::runtime;
 use crate::stages::{self, DONE, POLLED, RESUMED};
 
 const SLICE: Duration = Duration::from_millis(50);
+/// How long one waiting caller polls for the output, yielding its CPU between polls, before
+/// it sleeps on the channel. A sleeping thread is woken through the kernel, which on a
+/// virtual machine whose idle CPUs halt costs tens of µs per call (README, "Benchmark: Python
+/// and Node").
+const SPIN: Duration = Duration::from_micros(500);
+/// Calls that sleep at once after a poll that did not see the output in time: on a loaded
+/// machine, or for slow nodes, polling would only take CPU from others.
+const SPIN_BACKOFF: u32 = 32;
+/// Whether a caller is polling now: one at a time, so that many waiting threads never
+/// compete with the engine and the nodes for the CPUs.
+static SPINNING: AtomicBool = AtomicBool::new(false);
+/// Calls left before the next poll is tried (see [`SPIN_BACKOFF`]).
+static SKIP: AtomicU32 = AtomicU32::new(0);
+
+/// The output if it arrives within [`SPIN`] (and before `deadline`), when this caller may
+/// poll.
+fn spin<T>(rx: &mpsc::Receiver<T>, deadline: Option<MonoTime>) -> Option<T> {
+    let skip = SKIP.load(Ordering::Relaxed);
+    if skip > 0 {
+        SKIP.store(skip - 1, Ordering::Relaxed);
+        return None;
+    }
+    if SPINNING.swap(true, Ordering::Acquire) {
+        return None;
+    }
+    let until = deadline.map_or(MonoTime::now() + SPIN, |d| d.min(MonoTime::now() + SPIN));
+    let out = loop {
+        match rx.try_recv() {
+            Ok(v) => break Some(v),
+            Err(mpsc::TryRecvError::Empty) if MonoTime::now() < until => std::thread::yield_now(),
+            Err(_) => break None,
+        }
+    };
+    if out.is_none() {
+        SKIP.store(SPIN_BACKOFF, Ordering::Relaxed);
+    }
+    SPINNING.store(false, Ordering::Release);
+    out
+}
 
 /// What happens to the engine work when the caller stops waiting (a signal handler raised,
 /// or the timeout passed).
@@ -78,6 +118,12 @@ where
         OnStop::Finish => {}
         OnStop::Abort => task.abort(),
     };
+    let (early, back) = py.detach(move || (spin(&rx, deadline), rx));
+    rx = back;
+    if let Some(v) = early {
+        stages::mark(RESUMED);
+        return Ok(Some(v));
+    }
     loop {
         let slice = deadline.map_or(SLICE, |d| d.saturating_since(MonoTime::now()).min(SLICE));
         let (got, back) = py.detach(move || (rx.recv_timeout(slice), rx));

@@ -170,6 +170,10 @@ struct Stats {
     p50: u64,
     /// 99th percentile latency, µs.
     p99: u64,
+    /// Client CPU time (user + system, all threads) per operation in the window, µs.
+    cpu_us: f64,
+    /// Client context switches per operation in the window.
+    csw: f64,
 }
 
 impl Stats {
@@ -186,13 +190,16 @@ impl Stats {
             tput,
             p50,
             p99,
+            cpu_us: 0.0,
+            csw: 0.0,
         }
     }
 
     /// The run as JSON.
     fn json(&self) -> Json {
         json!({"ops": self.ops, "errors": self.errors, "ops_per_sec": self.tput.round(),
-               "p50_us": self.p50, "p99_us": self.p99})
+               "p50_us": self.p50, "p99_us": self.p99,
+               "client_cpu_us_per_op": self.cpu_us, "client_switches_per_op": self.csw})
     }
 }
 
@@ -232,6 +239,14 @@ async fn quorumlock_op(client: &Client, opts: &LockOptions, key: &str) -> bool {
 async fn run(env: &Env, ql: bool, conc: usize, run_id: usize, window: Duration) -> Stats {
     let warm_end = MonoTime::now() + WARMUP;
     let end = warm_end + window;
+    // The client's CPU time and context switches over the measured window.
+    let usage = tokio::spawn(async move {
+        tokio::time::sleep(WARMUP).await;
+        let (cpu0, csw0) = process_usage();
+        tokio::time::sleep(window).await;
+        let (cpu1, csw1) = process_usage();
+        (cpu1.saturating_sub(cpu0), csw1.saturating_sub(csw0))
+    });
     let script = redis::Script::new(RELEASE_LUA);
     let tasks = (0..conc).map(|task| {
         let (mut conns, client) = (env.conns.clone(), env.client.clone());
@@ -270,7 +285,11 @@ async fn run(env: &Env, ql: bool, conc: usize, run_id: usize, window: Duration) 
         lat.extend(l);
         errors += e;
     }
-    Stats::new(lat, errors, window)
+    let (cpu_us, csw) = usage.await.unwrap_or_default();
+    let mut stats = Stats::new(lat, errors, window);
+    let ops = (stats.ops + stats.errors).max(1) as f64;
+    (stats.cpu_us, stats.csw) = (cpu_us as f64 / ops, csw as f64 / ops);
+    stats
 }
 
 /// Results of one concurrency: every run of each implementation, in order.
@@ -306,17 +325,20 @@ fn print_table(args: &Args, cases: &[Case], instr: Option<[f64; 2]>, load: &[Str
     println!("quorumlock bench: {NODES} nodes (persist {p}), {s} s per case");
     println!("load average {} before, {} after", load[0], load[1]);
     println!("(floor and quorumlock alternate, {r} runs each; best run by throughput shown)");
-    let h = ["case", "impl", "ops/s", "p50 µs", "p99 µs", "errors"];
+    let h = ["case", "impl", "ops/s", "p50 µs", "p99 µs", "errors", "cpu µs/op", "csw/op"];
     println!(
-        "{:<15} {:<11} {:>9} {:>8} {:>8} {:>7}",
-        h[0], h[1], h[2], h[3], h[4], h[5]
+        "{:<15} {:<11} {:>9} {:>8} {:>8} {:>7} {:>10} {:>7}",
+        h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]
     );
     for c in cases {
         let (f, q, p50r, tr) = c.pick();
         let case = format!("c={}", c.conc);
         for (name, s) in IMPLS.iter().zip([&f, &q]) {
             let (t, p50, p99, e) = (s.tput, s.p50, s.p99, s.errors);
-            println!("{case:<15} {name:<11} {t:>9.0} {p50:>8} {p99:>8} {e:>7}");
+            let (cpu, csw) = (s.cpu_us, s.csw);
+            println!(
+                "{case:<15} {name:<11} {t:>9.0} {p50:>8} {p99:>8} {e:>7} {cpu:>10.1} {csw:>7.1}"
+            );
         }
         let (v1, v2) = (verdict(p50r <= P50_GOAL), verdict(tr >= TPUT_GOAL));
         println!(
@@ -407,8 +429,9 @@ async fn bench(args: &Args, urls: &[String]) -> Result<Vec<Case>, BoxError> {
                 run_id += 1;
                 let s = run(&env, which == 1, conc, run_id, window).await;
                 let (t, p50, p99, e) = (s.tput, s.p50, s.p99, s.errors);
+                let (cpu, csw) = (s.cpu_us, s.csw);
                 eprintln!(
-                    "  c={conc} {name:<10} run {round}: {t:>7.0} ops/s  p50 {p50:>6} µs  p99 {p99:>6} µs  errors {e}"
+                    "  c={conc} {name:<10} run {round}: {t:>7.0} ops/s  p50 {p50:>6} µs  p99 {p99:>6} µs  errors {e}  cpu {cpu:.1} µs/op  csw {csw:.1}/op"
                 );
                 case.runs[which].push(s);
             }
@@ -529,4 +552,32 @@ fn main() -> Result<(), BoxError> {
         print_table(&args, &cases, instr, &load);
     }
     Ok(())
+}
+
+/// The process's CPU time (user + system, µs) and context switches (voluntary and not) so
+/// far, from /proc/self; zeros where /proc is missing.
+pub fn process_usage() -> (u64, u64) {
+    let ticks = |s: &str| -> u64 {
+        // Fields after the parenthesized command name: utime and stime are the 12th and 13th.
+        let rest = s.rsplit_once(')').map_or("", |(_, r)| r);
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let n = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        n(11) + n(12)
+    };
+    // The kernel's USER_HZ is 100 on Linux: one tick is 10 ms.
+    let cpu = std::fs::read_to_string("/proc/self/stat").map_or(0, |s| ticks(&s) * 10_000);
+    // Per thread in /proc/self/task/*/status (the process's own status counts its main
+    // thread only); threads that already ended are not counted.
+    let status = |path: std::path::PathBuf| -> u64 {
+        std::fs::read_to_string(path.join("status")).map_or(0, |s| {
+            s.lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .sum()
+        })
+    };
+    let csw = std::fs::read_dir("/proc/self/task").map_or(0, |d| {
+        d.filter_map(|e| e.ok()).map(|e| status(e.path())).sum()
+    });
+    (cpu, csw)
 }
