@@ -325,7 +325,16 @@ fn print_table(args: &Args, cases: &[Case], instr: Option<[f64; 2]>, load: &[Str
     println!("quorumlock bench: {NODES} nodes (persist {p}), {s} s per case");
     println!("load average {} before, {} after", load[0], load[1]);
     println!("(floor and quorumlock alternate, {r} runs each; best run by throughput shown)");
-    let h = ["case", "impl", "ops/s", "p50 µs", "p99 µs", "errors", "cpu µs/op", "csw/op"];
+    let h = [
+        "case",
+        "impl",
+        "ops/s",
+        "p50 µs",
+        "p99 µs",
+        "errors",
+        "cpu µs/op",
+        "csw/op",
+    ];
     println!(
         "{:<15} {:<11} {:>9} {:>8} {:>8} {:>7} {:>10} {:>7}",
         h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]
