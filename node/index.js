@@ -245,6 +245,13 @@ function emitWarning(w) {
 
 const CREATE = Symbol('create')
 
+let sharedNoCancel = null
+/** The handle of every acquisition without an AbortSignal; never triggered. */
+function neverCancelled() {
+  sharedNoCancel ??= new native.CancelHandle()
+  return sharedNoCancel
+}
+
 /** A held lock. Release it with `release()`, `await using`, or `client.using()`. */
 class Lock {
   #native
@@ -441,7 +448,9 @@ class Client {
     if (this.#closed) throw coded('QL_INVALID', 'the client is closed')
     if (signal?.aborted) throw coded('QL_CANCELLED', 'the signal was already aborted; nothing was sent')
     const client = await this.#ready
-    const cancel = new native.CancelHandle()
+    // Without a signal nothing can trigger the handle: one shared handle saves a native
+    // object (and its finalizer) per call.
+    const cancel = signal ? new native.CancelHandle() : neverCancelled()
     const onAbort = () => cancel.trigger()
     signal?.addEventListener('abort', onAbort, { once: true })
     let outcome
