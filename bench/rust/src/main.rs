@@ -565,7 +565,7 @@ fn main() -> Result<(), BoxError> {
 
 /// The process's CPU time (user + system, µs) and context switches (voluntary and not) so
 /// far, from /proc/self; zeros where /proc is missing.
-pub fn process_usage() -> (u64, u64) {
+fn process_usage() -> (u64, u64) {
     let ticks = |s: &str| -> u64 {
         // Fields after the parenthesized command name: utime and stime are the 12th and 13th.
         let rest = s.rsplit_once(')').map_or("", |(_, r)| r);
