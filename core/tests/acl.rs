@@ -169,13 +169,26 @@ async fn a_missing_permission_names_the_node_and_the_command() {
 }
 
 /// The first node that answered before the call ended (a failed call returns once a quorum
-/// is out of reach, before the slowest node's reply).
+/// is out of reach, before the slowest node's reply), after checking that enough nodes
+/// answered to rule a quorum out and that they all answered alike.
 fn answered(e: &quorumlock::Error) -> &quorumlock::NodeResult {
-    e.report()
-        .nodes()
+    let nodes = e.report().nodes();
+    let done: Vec<_> = nodes
         .iter()
-        .find(|n| n.kind != NodeKind::Pending)
-        .expect("at least a quorum of nodes answered")
+        .filter(|n| n.kind != NodeKind::Pending)
+        .collect();
+    // N - quorum + 1 refusals put the quorum out of reach.
+    assert!(
+        done.len() >= nodes.len() - nodes.len() / 2,
+        "{}",
+        e.report()
+    );
+    assert!(
+        done.iter().all(|n| n.kind == done[0].kind),
+        "{}",
+        e.report()
+    );
+    done[0]
 }
 
 /// A `tracing` writer into a shared buffer.

@@ -20,6 +20,7 @@ use pyo3::prelude::*;
 /// `os.register_at_fork`); every call also checks the process id.
 #[pyfunction]
 fn after_fork_in_child() -> PyResult<()> {
+    wait::after_fork();
     runtime::handle().map(|_| ())
 }
 

@@ -1,10 +1,12 @@
 //! Waiting for engine work without holding the GIL (ARCHITECTURE.md §3 step 3): the work runs
 //! as a task on the shared runtime, next to the connections' tasks (as in Rust, the replies
 //! are handled on the runtime's workers, and the caller is woken once, with the output), while
-//! the caller polls for the output for up to 500 µs, then loops on `py.detach(recv 50 ms)` and
-//! `py.check_signals()`, so other threads run and Ctrl-C is seen within 50 ms.
+//! the caller of a call (not of a pure wait) polls for the output for up to 500 µs, then loops
+//! on `py.detach(recv 50 ms)` and `py.check_signals()`, so other threads run and Ctrl-C is seen
+//! within 50 ms.
 
 use std::future::Future;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -23,39 +25,64 @@ const SLICE: Duration = Duration::from_millis(50);
 /// virtual machine whose idle CPUs halt costs tens of µs per call (README, "Benchmark: Python
 /// and Node").
 const SPIN: Duration = Duration::from_micros(500);
-/// Calls that sleep at once after a poll that did not see the output in time: on a loaded
-/// machine, or for slow nodes, polling would only take CPU from others.
+/// Calls that sleep at once after a poll that ran out its [`SPIN`] without the output: on a
+/// loaded machine, for slow nodes or a wait for a held lock, polling would only take CPU from
+/// others.
 const SPIN_BACKOFF: u32 = 32;
-/// Whether a caller is polling now: one at a time, so that many waiting threads never
-/// compete with the engine and the nodes for the CPUs.
+/// Whether a caller is polling now: one at a time, so that many waiting threads of a process
+/// never compete with the engine and the nodes for the CPUs.
 static SPINNING: AtomicBool = AtomicBool::new(false);
 /// Calls left before the next poll is tried (see [`SPIN_BACKOFF`]).
 static SKIP: AtomicU32 = AtomicU32::new(0);
+/// Whether the process may use more than one CPU; with one, polling would only delay the
+/// engine's own threads.
+static MULTI_CPU: OnceLock<bool> = OnceLock::new();
 
-/// The output if it arrives within [`SPIN`] (and before `deadline`), when this caller may
-/// poll.
-fn spin<T>(rx: &mpsc::Receiver<T>, deadline: Option<MonoTime>) -> Option<T> {
-    let skip = SKIP.load(Ordering::Relaxed);
-    if skip > 0 {
-        SKIP.store(skip - 1, Ordering::Relaxed);
-        return None;
-    }
-    if SPINNING.swap(true, Ordering::Acquire) {
-        return None;
-    }
-    let until = deadline.map_or(MonoTime::now() + SPIN, |d| d.min(MonoTime::now() + SPIN));
-    let out = loop {
-        match rx.try_recv() {
-            Ok(v) => break Some(v),
-            Err(mpsc::TryRecvError::Empty) if MonoTime::now() < until => std::thread::yield_now(),
-            Err(_) => break None,
-        }
-    };
-    if out.is_none() {
-        SKIP.store(SPIN_BACKOFF, Ordering::Relaxed);
-    }
+/// Clears the polling slot in a child process after `fork()` (a thread of the parent may have
+/// held it) and its backoff.
+pub(crate) fn after_fork() {
     SPINNING.store(false, Ordering::Release);
-    out
+    SKIP.store(0, Ordering::Relaxed);
+}
+
+/// Frees the polling slot when the poll ends, however it ends.
+struct Slot;
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        SPINNING.store(false, Ordering::Release);
+    }
+}
+
+/// The output if it arrives within [`SPIN`], when this caller may poll: none is polling,
+/// no backoff is running, more than [`SPIN`] is left before `deadline`, and the process has
+/// more than one CPU.
+fn spin<T>(rx: &mpsc::Receiver<T>, deadline: Option<MonoTime>) -> Option<T> {
+    let until = MonoTime::now() + SPIN;
+    if deadline.is_some_and(|d| d < until)
+        || !*MULTI_CPU
+            .get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
+        || SKIP
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| s.checked_sub(1))
+            .is_ok()
+        || SPINNING
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+    {
+        return None;
+    }
+    let _slot = Slot;
+    loop {
+        match rx.try_recv() {
+            Ok(v) => return Some(v),
+            Err(mpsc::TryRecvError::Empty) if MonoTime::now() < until => std::thread::yield_now(),
+            Err(mpsc::TryRecvError::Empty) => {
+                SKIP.store(SPIN_BACKOFF, Ordering::Relaxed);
+                return None;
+            }
+            Err(mpsc::TryRecvError::Disconnected) => return None,
+        }
+    }
 }
 
 /// What happens to the engine work when the caller stops waiting (a signal handler raised,
@@ -70,7 +97,7 @@ pub(crate) enum OnStop {
 }
 
 /// Runs `fut` and waits for its output with the GIL released. Returns `Ok(None)` when
-/// `timeout` passes first.
+/// `timeout` passes first. A pure wait (a lock's loss, say) never polls: see [`run`].
 ///
 /// # Errors
 /// Whatever a signal handler raised (`KeyboardInterrupt`), after applying `on_stop`.
@@ -84,6 +111,21 @@ where
     T: Send + 'static,
     F: Future<Output = T> + Send + 'static,
 {
+    start(py, fut, timeout, on_stop, false)
+}
+
+/// [`wait`], first polling for the output when `poll` (see [`spin`]).
+fn start<T, F>(
+    py: Python<'_>,
+    fut: F,
+    timeout: Option<Duration>,
+    on_stop: OnStop,
+    poll: bool,
+) -> PyResult<Option<T>>
+where
+    T: Send + 'static,
+    F: Future<Output = T> + Send + 'static,
+{
     let handle = runtime::handle()?;
     let fut = async move {
         stages::mark(POLLED);
@@ -91,7 +133,7 @@ where
         stages::mark(DONE);
         out
     };
-    wait_on_task(py, &handle, fut, timeout, on_stop)
+    wait_on_task(py, &handle, fut, timeout, on_stop, poll)
 }
 
 /// [`wait`]'s loop: the work runs as a task and the caller waits on a channel in slices.
@@ -101,6 +143,7 @@ fn wait_on_task<T, F>(
     fut: F,
     timeout: Option<Duration>,
     on_stop: OnStop,
+    poll: bool,
 ) -> PyResult<Option<T>>
 where
     T: Send + 'static,
@@ -118,11 +161,13 @@ where
         OnStop::Finish => {}
         OnStop::Abort => task.abort(),
     };
-    let (early, back) = py.detach(move || (spin(&rx, deadline), rx));
-    rx = back;
-    if let Some(v) = early {
-        stages::mark(RESUMED);
-        return Ok(Some(v));
+    if poll {
+        let (early, back) = py.detach(move || (spin(&rx, deadline), rx));
+        rx = back;
+        if let Some(v) = early {
+            stages::mark(RESUMED);
+            return Ok(Some(v));
+        }
     }
     loop {
         let slice = deadline.map_or(SLICE, |d| d.saturating_since(MonoTime::now()).min(SLICE));
@@ -151,7 +196,8 @@ where
     }
 }
 
-/// [`wait`] without a timeout.
+/// [`wait`] without a timeout, for a call (connect, acquire, extend, release, admin): the
+/// caller first polls for the output for up to [`SPIN`].
 ///
 /// # Errors
 /// As [`wait`].
@@ -160,5 +206,5 @@ where
     T: Send + 'static,
     F: Future<Output = T> + Send + 'static,
 {
-    wait(py, fut, None, on_stop)?.ok_or_else(|| PyRuntimeError::new_err("no result"))
+    start(py, fut, None, on_stop, true)?.ok_or_else(|| PyRuntimeError::new_err("no result"))
 }
