@@ -36,9 +36,12 @@ test-go: harness go-lib
 fuzz-go: go-lib
 	cd go && $(GO_ENV) $(GO) test -run '^$$' -fuzz FuzzOptions -fuzztime $(FUZZTIME) .
 
-## bench-go: quorumlock (release build) vs redsync v4 and a go-redis floor on 5 local nodes.
+## bench-go: quorumlock (release build) vs redsync v4 and a go-redis floor on 5 local nodes,
+## with the Rust engine's c=1 p50 (bench/rust) on the same nodes before each round.
 bench-go: harness
 	@$(MAKE) --no-print-directory install PREFIX="$(GO_PREFIX)-release" QL_PROFILE=release >/dev/null
+	$(CARGO) build --release --locked -q -p quorumlock-bench --bin quorumlock-bench
 	mkdir -p $(GO_BUILD)
 	cd go/bench && PKG_CONFIG_PATH=$(GO_PREFIX)-release/lib/pkgconfig $(GO) build -o $(GO_BUILD)/go-bench . && \
+	  QL_BENCH_RUST_BIN=$(abspath $(or $(CARGO_TARGET_DIR),target))/release/quorumlock-bench \
 	  $(abspath $(HARNESS)) exec --nodes 5 -- $(GO_BUILD)/go-bench

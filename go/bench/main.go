@@ -99,7 +99,9 @@ func main() {
 	fmt.Printf("Go %s, GOMAXPROCS %d, %d nodes, %d rounds in rotating order; load average %s before\n",
 		runtime.Version(), runtime.GOMAXPROCS(0), len(nodes), rounds, loadavg())
 	seq, par := make([]samples, len(impls)), make([]samples, len(impls))
+	var rust []int64
 	for r := 0; r < rounds; r++ {
+		rust = append(rust, rustC1(nodes))
 		for k := range impls {
 			i := (k + r) % len(impls)
 			seq[i].add(run(impls[i], 1, seqN/rounds))
@@ -108,14 +110,22 @@ func main() {
 	}
 	fmt.Printf("load average %s after\n\n", loadavg())
 
-	fmt.Printf("| impl | seq p50 µs | seq p99 µs | seq ops/s | %d workers p50 µs | p99 µs | ops/s | failed | seq ops/s vs redsync | %d workers ops/s vs redsync | seq p50 vs floor |\n", conc, conc)
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Printf("| impl | seq p50 µs | seq p99 µs | seq ops/s | %d workers p50 µs | p99 µs | ops/s | failed | seq ops/s vs redsync | %d workers ops/s vs redsync | seq p50 vs floor | seq p50 vs Rust engine c=1 |\n", conc, conc)
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	rsSeq, rsPar, floorSeq := seq[1].result(1), par[1].result(conc), seq[2].result(1)
+	rustP50 := median(rust)
 	for i, im := range impls {
 		s, p := seq[i].result(1), par[i].result(conc)
-		fmt.Printf("| %s | %d | %d | %.0f | %d | %d | %.0f | %d | x%.2f | x%.2f | x%.2f |\n", im.name,
+		vsRust := "-"
+		if rustP50 > 0 {
+			vsRust = fmt.Sprintf("x%.2f", float64(s.p50)/float64(rustP50))
+		}
+		fmt.Printf("| %s | %d | %d | %.0f | %d | %d | %.0f | %d | x%.2f | x%.2f | x%.2f | %s |\n", im.name,
 			s.p50, s.p99, s.rate, p.p50, p.p99, p.rate, seq[i].failed+par[i].failed,
-			s.rate/rsSeq.rate, p.rate/rsPar.rate, float64(s.p50)/float64(floorSeq.p50))
+			s.rate/rsSeq.rate, p.rate/rsPar.rate, float64(s.p50)/float64(floorSeq.p50), vsRust)
+	}
+	if rustP50 > 0 {
+		fmt.Printf("\nRust engine (quorumlock-bench --conc 1, 1 s before each round): p50 %d µs, median of %v\n", rustP50, rust)
 	}
 }
 
