@@ -65,4 +65,6 @@ jvm-bindings:
 bench-jvm: harness
 	cd jvm && $(MVN) $(MVN_FLAGS) install -DskipTests -Dql.cargo.profile=release
 	cd jvm/bench && $(MVN) $(MVN_FLAGS) package
-	$(HARNESS) exec --nodes 5 -- java -cp "jvm/bench/target/quorumlock-bench.jar" invalid.example.quorumlock.bench.Bench
+	$(CARGO) build --release --locked -q -p quorumlock-bench --bin quorumlock-bench
+	QL_BENCH_RUST_BIN=$(abspath $(or $(CARGO_TARGET_DIR),target))/release/quorumlock-bench \
+	  $(HARNESS) exec --nodes 5 -- java -cp "jvm/bench/target/quorumlock-bench.jar" invalid.example.quorumlock.bench.Bench

@@ -93,6 +93,14 @@ namespace Quorumlock.Tests
         }
 
         /// <summary>Waits up to <paramref name="ms"/> for <paramref name="cond"/>.</summary>
+        /// <summary>Waits until every node answers `expected` to the command and returns whether
+        /// they did: a call returns at the quorum-th reply, so the other nodes' writes may still be
+        /// in flight.</summary>
+        internal static bool EveryNodeSays(object expected, params string[] args)
+        {
+            return Eventually(() => Array.TrueForAll(OnAll(args), v => Equals(v, expected)));
+        }
+
         internal static bool Eventually(Func<bool> cond, int ms = 5000)
         {
             var sw = Stopwatch.StartNew();

@@ -26,16 +26,18 @@ import org.redisson.config.Config;
  * Acquire + release of one uncontended name per worker, on the 5 nodes of {@code QL_NODES}:
  * quorumlock (one client over 5 nodes), Redisson's {@code RedissonRedLock} over 5
  * single-server clients of the same nodes, and a Redisson {@code RLock} on node 0 alone. Each
- * implementation runs its cycles at 16 and at 64 threads, in rounds whose order rotates, after
+ * implementation runs its cycles at 1, 16 and 64 threads, in rounds whose order rotates, after
  * a warm-up; leases are 10 s (no watchdog on either side). Prints one table with p50, p99 and
- * throughput, and the ratios against RedissonRedLock and the single-node RLock.
+ * throughput, and the ratios against RedissonRedLock and the single-node RLock; with
+ * {@code QL_BENCH_RUST_BIN}, also the one-thread p50 against the Rust engine's c=1 p50 on the
+ * same nodes (see {@link RustEngine}).
  */
 public final class Bench {
     record Impl(String name, IntFunction<Lock> lockFor) {}
 
     record Result(List<Long> latenciesNanos, long busyNanos, long failed) {}
 
-    static final int[] THREADS = {16, 64};
+    static final int[] THREADS = {1, 16, 64};
     static final int ROUNDS = Integer.getInteger("bench.rounds", 3);
     static final int CYCLES_PER_ROUND = Integer.getInteger("bench.cycles", 1200);
     static final int WARMUP = 10;
@@ -64,7 +66,9 @@ public final class Bench {
 
         Map<String, Map<Integer, List<Result>>> results = new LinkedHashMap<>();
         List<String> order = new ArrayList<>(impls.keySet());
+        List<Long> rust = new ArrayList<>();
         for (int round = 0; round < ROUNDS; round++) {
+            rust.add(RustEngine.c1P50Micros(nodes));
             for (int t : THREADS) {
                 for (int k = 0; k < order.size(); k++) {
                     String name = order.get((k + round) % order.size());
@@ -110,6 +114,17 @@ public final class Bench {
             }
             row.append(" ").append(failed).append(" |");
             System.out.println(row);
+        }
+
+        long rustP50 = RustEngine.median(rust);
+        if (rustP50 > 0) {
+            System.out.printf("%nRust engine (quorumlock-bench --conc 1, 1 s before each round): p50 %d µs, median of %s%n%n", rustP50, rust);
+            System.out.println("| impl | 1 thr p50 µs | vs the Rust engine's c=1 p50 |");
+            System.out.println("|---|---:|---:|");
+            for (String name : order) {
+                double p50 = summary.get(name + "@1")[0];
+                System.out.printf("| %s | %.0f | x%.2f |%n", name, p50, p50 / rustP50);
+            }
         }
 
         ql.close();
