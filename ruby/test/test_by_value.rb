@@ -10,14 +10,14 @@ class TestByValue < Minitest::Test
     name = unique
     bare = client(key_prefix: "", key_format: :bare)
     lk = bare.lock(name, 5000)
-    assert_equal [lk.value] * 5, on_all_nodes("GET", name)
+    assert_every_node lk.value, "GET", name
     lk.unlock
     assert_equal [0] * 5, on_all_nodes("EXISTS", name)
     prefixed = client(key_format: "bare").lock(name, 5000)
-    assert_equal [prefixed.value] * 5, on_all_nodes("GET", "quorumlock:#{name}")
+    assert_every_node prefixed.value, "GET", "quorumlock:#{name}"
     prefixed.unlock
     braced = client(key_format: :braced).lock(name, 5000)
-    assert_equal [braced.value] * 5, on_all_nodes("GET", key(name))
+    assert_every_node braced.value, "GET", key(name)
     braced.unlock
     assert_invalid("unknown key_format") { client(key_format: :curly) }
     assert_invalid("key_format nil") { client(key_format: nil) }
@@ -28,7 +28,7 @@ class TestByValue < Minitest::Test
     holder = client.lock(name, 10_000, auto_extend: false)
     other = client
     assert_equal false, other.release_by_value(name, "f" * 40), "another value releases nothing"
-    assert_equal [holder.value] * 5, on_all_nodes("GET", key(name))
+    assert_every_node holder.value, "GET", key(name)
     assert_equal true, other.release_by_value(name, holder.value)
     assert_quorum(on_all_nodes("EXISTS", key(name)), "released", &:zero?)
     assert_equal false, other.release_by_value(name, holder.value), "a second release finds nothing"

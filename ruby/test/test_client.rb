@@ -17,7 +17,7 @@ class TestClient < Minitest::Test
     assert_equal %i[validity resource value], lk.to_h.keys
     assert lk.held?
     # The engine wrote the key on every node with the lock's value and a TTL in ms.
-    assert_equal [lk.value] * 5, on_all_nodes("GET", key(name))
+    assert_every_node lk.value, "GET", key(name)
     on_all_nodes("PTTL", key(name)).each { |ms| assert_in_delta 5000, ms, 500 }
 
     assert_equal false, c.lock(name, 5000, retry_count: 0)
@@ -168,8 +168,8 @@ class TestClient < Minitest::Test
     b = unique("b")
     lk = c.lock([a, b], 5000)
     assert_equal [a, b], lk.resource
-    assert_equal [1] * 5, on_all_nodes("EXISTS", key(a))
-    assert_equal [1] * 5, on_all_nodes("EXISTS", key(b))
+    assert_every_node 1, "EXISTS", key(a)
+    assert_every_node 1, "EXISTS", key(b)
     assert_equal false, c.lock([b, unique("c")], 5000, try: true)
     lk.unlock
     assert_equal [0] * 5, on_all_nodes("EXISTS", key(b))
@@ -229,7 +229,7 @@ class TestClient < Minitest::Test
     GC.start
     sleep 0.05
     assert_equal false, c.lock(name, 1500, try: true)
-    assert_equal [1] * 5, on_all_nodes("EXISTS", key(name))
+    assert_every_node 1, "EXISTS", key(name)
     assert eventually(3) { on_all_nodes("EXISTS", key(name)) == [0] * 5 }
   end
 

@@ -67,6 +67,13 @@ module QLTest
     NODES.each_index.map { |i| redis(i, *args) }
   end
 
+  # Every node comes to answer `expected` to the command: a call returns at the quorum-th
+  # reply, so the other nodes' writes may still be in flight.
+  def assert_every_node(expected, *args)
+    ok = eventually { on_all_nodes(*args).all? { |r| r == expected } }
+    assert ok, "#{args.inspect} on every node: #{on_all_nodes(*args).inspect}"
+  end
+
   # At least a quorum of the replies satisfy the block: a node slower than the node timeout
   # (a loaded machine) can miss a write that the engine decided at the quorum.
   def assert_quorum(replies, what = nil, &cond)
