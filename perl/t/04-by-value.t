@@ -17,13 +17,13 @@ sub distlock { Quorumlock::DistLock->new( servers => [@NODES], connect_timeout =
 subtest 'key formats' => sub {
     my $name = unique();
     my $l = client( key_format => 'bare', key_prefix => '' )->lock( $name, 5 );
-    is_deeply( on_all( 'GET', $name ), [ ( $l->value ) x 5 ], 'bare, empty prefix: the name itself' );
+    on_every_node( $l->value, 'bare, empty prefix: the name itself', 'GET', $name );
     $l->release;
     $l = client( key_format => 'bare' )->lock( $name, 5 );
-    is_deeply( on_all( 'GET', "quorumlock:$name" ), [ ( $l->value ) x 5 ], 'bare with the default prefix' );
+    on_every_node( $l->value, 'bare with the default prefix', 'GET', "quorumlock:$name" );
     $l->release;
     $l = client( key_format => 'braced' )->lock( $name, 5 );
-    is_deeply( on_all( 'GET', key($name) ), [ ( $l->value ) x 5 ], 'braced (the default)' );
+    on_every_node( $l->value, 'braced (the default)', 'GET', key($name) );
     $l->release;
     is_invalid( sub { client( key_format => 'curly' ) }, 'unknown key_format' );
     is_invalid( sub { client( key_format => undef ) }, 'undefined key_format' );
@@ -34,7 +34,7 @@ subtest 'Quorumlock::DistLock: bare keys shared with Redis::DistLock' => sub {
     my $name = unique();
     isa_ok( $rd, 'Quorumlock' );
     my $l = $rd->lock( $name, 5 ) or die $rd->last_error;
-    is_deeply( on_all( 'GET', $name ), [ ( $l->{value} ) x 5 ], 'key = the resource name' );
+    on_every_node( $l->{value}, 'key = the resource name', 'GET', $name );
     is_deeply( on_all( 'EXISTS', key($name) ), [ (0) x 5 ], 'no braced key' );
     is( $rd->release($l), 1, 'released' );
     # A Redis::DistLock holder: its SET NX PX with a 32-character base64 value.
@@ -106,7 +106,7 @@ subtest 'extend by value never re-creates an expired lock' => sub {
     isa_ok( $e, 'Quorumlock::Error::Lost', 'another value' );
     cmp_ok( $_, '<=', 5000, 'its keys untouched' ) for @{ on_all( 'PTTL', key($name) ) };
     is( $rd->release_value( $name, 'e' x 40 ), 0, 'release_value of another value' );
-    is_deeply( on_all( 'GET', key($name) ), [ ( $l->value ) x 5 ], 'keys kept' );
+    on_every_node( $l->value, 'keys kept', 'GET', key($name) );
     $l->release;
 };
 

@@ -12,7 +12,7 @@ use File::Spec;
 use IO::Socket::INET;
 use Test::More;
 
-our @EXPORT = qw( @NODES client unique key redis on_all on_quorum eventually is_invalid );
+our @EXPORT = qw( @NODES client unique key redis on_all on_every_node on_quorum eventually is_invalid );
 
 my $REPO = File::Spec->rel2abs( File::Spec->catdir( dirname(__FILE__), '..', '..', '..' ) );
 my ( $run_dir, $owner );
@@ -76,6 +76,14 @@ sub _reply {
 }
 
 sub on_all { my @args = @_; return [ map { redis( $_, @args ) } 0 .. $#NODES ] }
+
+# Checks that every node comes to answer $expected to the command @args: a call returns at the
+# quorum-th reply, so the other nodes' writes may still be in flight.
+sub on_every_node {
+    my ( $expected, $what, @args ) = @_;
+    my $ok = eventually( 5, sub { !grep { !defined $_ || $_ ne $expected } @{ on_all(@args) } } );
+    Test::More::ok( $ok, $what ) or Test::More::diag( "replies: @{ on_all(@args) }" );
+}
 
 # Checks that at least a quorum of $replies satisfy $cond (on $_): a node slower than the node
 # timeout (a loaded machine) can miss a write that the engine decided at the quorum.
