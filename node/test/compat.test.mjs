@@ -5,7 +5,7 @@ import net from 'node:net'
 import { after, before, test } from 'node:test'
 
 import Redlock, { ExecutionError, Lock, ResourceLockedError } from 'quorumlock/compat'
-import { sleep, startCluster, valuesOn } from './harness.mjs'
+import { settledValuesOn, sleep, startCluster, valuesOn } from './harness.mjs'
 
 const QUORUM_MESSAGE = 'The operation was unable to achieve a quorum during its retry window.'
 
@@ -304,7 +304,7 @@ test('using(): a lost lock aborts the signal with signal.error; the final releas
 test('ioredis keyPrefix prefixes the keys; different prefixes are refused', async () => {
   const prefixed = [redisA, redisB, redisC].map((c) => new Client({ ...c.options, keyPrefix: 'app:' }))
   const lock = await new Redlock(prefixed).acquire(['kp'], 2000)
-  assert.deepEqual(await valuesOn(cluster, 'app:kp'), [lock.value, lock.value, lock.value])
+  assert.deepEqual(await settledValuesOn(cluster, 'app:kp', lock.value), [lock.value, lock.value, lock.value])
   assert.deepEqual(await valuesOn(cluster, 'kp'), [null, null, null])
   await lock.release()
   assert.throws(() => new Redlock([prefixed[0], redisB, redisC]), { code: 'QL_INVALID', message: /keyPrefix/ })

@@ -93,6 +93,19 @@ export function valuesOn(cluster, key) {
   return Promise.all(cluster.addrs.map((_, i) => cluster.command(i, 'GET', key)))
 }
 
+/**
+ * The values under `key` once every node holds `expected` (or after `ms`, whatever they are
+ * then): a call returns at the quorum-th reply, so the other nodes' writes may be in flight.
+ */
+export async function settledValuesOn(cluster, key, expected, ms = 2000) {
+  const end = Date.now() + ms
+  for (;;) {
+    const values = await valuesOn(cluster, key)
+    if (values.every((v) => v === expected) || Date.now() > end) return values
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
 /** Every key on every node. */
 export async function allKeys(cluster) {
   const lists = await Promise.all(cluster.addrs.map((_, i) => cluster.command(i, 'KEYS', '*')))

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 
 import { Client, QuorumlockError } from '../index.mjs'
-import { startCluster, valuesOn } from './harness.mjs'
+import { settledValuesOn, startCluster, valuesOn } from './harness.mjs'
 
 // A generous node timeout keeps these tests steady on a loaded machine (as in core's tests).
 let cluster
@@ -73,7 +73,7 @@ test('a given lock value, per acquisition only', async () => {
   const value = 'my-own-value-0123456789'
   const lock = await client.acquire('given', { ttlMs: 2000, value })
   assert.equal(lock.value, value)
-  assert.deepEqual(await valuesOn(cluster, client.key('given').toString()), [value, value, value])
+  assert.deepEqual(await settledValuesOn(cluster, client.key('given').toString(), value), [value, value, value])
   await lock.release()
   await assert.rejects(client.acquire('given', { value: 42 }), TypeError)
   assert.throws(() => new Client({ nodes: cluster.urls, value }), (e) => e instanceof TypeError && /value/.test(e.message))

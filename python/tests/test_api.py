@@ -17,7 +17,7 @@ def test_acquire_release_writes_and_removes_keys(client: quorumlock.Client, clus
     lock = client.acquire("api:plain", ttl=5.0)
     key = client.key("api:plain")
     assert key == b"quorumlock:{api:plain}"
-    assert cluster.values(key) == [lock.value.encode()] * 3
+    cluster.wait_values(key, [lock.value.encode()] * 3)
     assert len(lock.value) == 40
     assert 4.0 < lock.validity <= 5.0
     assert 0 < lock.remaining() <= lock.validity

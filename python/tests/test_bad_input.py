@@ -161,7 +161,7 @@ def test_bad_lock_calls_keep_the_lock(client: quorumlock.Client, cluster: Cluste
     with pytest.raises(TypeError):
         lock.set_auto_extend("yes")
     assert lock.is_held()
-    assert cluster.values(client.key("bad:lock")) == [lock.value.encode()] * 3
+    cluster.wait_values(client.key("bad:lock"), [lock.value.encode()] * 3)
     lock.release()
     with pytest.raises(quorumlock.InvalidArgument):
         client.release_value("bad:lock", "short")

@@ -18,7 +18,7 @@ def test_given_value_is_stored_and_checked(client: quorumlock.Client, cluster: C
     key = client.key("val:given")
     with client.lock("val:given", ttl=5.0, value=MINE) as lock:
         assert lock.value == MINE
-        assert cluster.values(key) == [MINE.encode()] * 3
+        cluster.wait_values(key, [MINE.encode()] * 3)
         with pytest.raises(quorumlock.LockBusy):
             client.acquire("val:given", retry_count=0, value=MINE)  # not re-entrant
     assert cluster.values(key) == [None] * 3

@@ -141,7 +141,7 @@ def test_lock_identifier_is_the_value(plain: Cluster):
         ident = str(uuid.uuid4())
         lock = await manager.lock("aio:ident", lock_timeout=5, lock_identifier=ident)
         assert lock.id == ident
-        assert plain.values(b"aio:ident") == [ident.encode()] * 3
+        plain.wait_values(b"aio:ident", [ident.encode()] * 3)
         with pytest.raises(LockAcquiringError):  # SET NX: not re-entrant
             await manager.lock("aio:ident", lock_timeout=5, lock_identifier=ident)
         await manager.unlock(lock)

@@ -75,7 +75,7 @@ def test_bytes_resources(plain: Cluster):
     dlm = Redlock(plain.urls)
     lock = dlm.lock(b"bytes:res", 1000)
     assert lock and lock.resource == b"bytes:res"
-    assert plain.values(b"bytes:res") == [lock.key] * 3
+    plain.wait_values(b"bytes:res", [lock.key] * 3)
     dlm.unlock(lock)
     assert plain.values(b"bytes:res") == [None] * 3
 
@@ -137,7 +137,7 @@ def test_lock_outlives_its_manager(plain: Cluster):
     lock = take()
     gc.collect()
     time.sleep(0.1)
-    assert plain.values(b"outlive") == [lock.key] * 3
+    plain.wait_values(b"outlive", [lock.key] * 3)
     # Another manager (or process) unlocks by value.
     Redlock(plain.urls).unlock(lock)
     assert plain.values(b"outlive") == [None] * 3

@@ -55,7 +55,7 @@ def test_taken_over_lock_is_lost_with_reason(client: quorumlock.Client, cluster:
     assert lock.lost.wait(3.0)
     assert lock.lost.error().reason == "Taken"
     lock.release()  # never deletes another holder's key
-    assert cluster.values(key) == [b"someone-else"] * 3
+    cluster.wait_values(key, [b"someone-else"] * 3)
     cluster.delete(key)
 
 
