@@ -252,7 +252,7 @@ async fn extend_and_release_by_a_given_value() {
         .await
         .unwrap();
     assert_eq!(lock.value(), id);
-    assert_eq!(holders(&c, &client.key("v"), id), 3);
+    assert_eq!(wait_holders(&c, &client.key("v"), id, 3).await, 3);
     // Another process extends by value: keys are lengthened on every node.
     let left = client
         .extend_value(["v"], id, Duration::from_secs(20))

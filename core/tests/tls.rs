@@ -81,7 +81,10 @@ async fn locks_over_tls_with_a_ca_file() {
     assert!(c.url(0).starts_with("rediss://127.0.0.1:"), "{}", c.url(0));
     let client = tls_client(&c).await;
     let lock = client.acquire(["tls:a"]).await.expect("acquire over TLS");
-    assert_eq!(holders(&c, &client.key("tls:a"), lock.value()), 3);
+    assert_eq!(
+        wait_holders(&c, &client.key("tls:a"), lock.value(), 3).await,
+        3
+    );
     let report = lock.release().await.unwrap();
     assert!(report.was_held_by_quorum(), "{report}");
     assert!(client.addresses()[0].ends_with("(tls)"));
@@ -100,7 +103,10 @@ async fn locks_over_mutual_tls_and_refuses_a_client_without_certificate() {
     let c = tls_cluster(3, Tls::Mutual, &[]);
     let client = tls_client(&c).await;
     let lock = client.acquire(["mtls:a"]).await.expect("acquire over mTLS");
-    assert_eq!(holders(&c, &client.key("mtls:a"), lock.value()), 3);
+    assert_eq!(
+        wait_holders(&c, &client.key("mtls:a"), lock.value(), 3).await,
+        3
+    );
     lock.release().await.unwrap();
     // The CA alone is not enough: the node wants a client certificate.
     let (_, certs) = c.tls().unwrap();
