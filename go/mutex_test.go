@@ -33,7 +33,13 @@ func TestLockUnlock(t *testing.T) {
 	if ok, err := m.Extend(); !ok || err != nil {
 		t.Errorf("Extend() = %v, %v", ok, err)
 	}
-	if got := command(t, 0, "GET", key(name)); got != "$40" {
+	// A call returns at the quorum-th reply: node 0's write may still be in flight.
+	got := command(t, 0, "GET", key(name))
+	for end := time.Now().Add(2 * time.Second); got != "$40" && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+		got = command(t, 0, "GET", key(name))
+	}
+	if got != "$40" {
 		t.Errorf("node 0 GET %s: %q, want a 40-byte value", key(name), got)
 	}
 

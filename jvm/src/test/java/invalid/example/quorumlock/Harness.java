@@ -153,6 +153,21 @@ final class Harness {
         return redisAll("GET", key(name));
     }
 
+    /**
+     * Polls until every node holds {@code value} under the lock name's key, or fails after
+     * {@code timeoutMs}: a call returns at the quorum-th reply, so the other nodes' writes may
+     * still be in flight.
+     */
+    static void awaitValueEverywhere(String name, String value, long timeoutMs) throws InterruptedException {
+        long end = System.nanoTime() + timeoutMs * 1_000_000;
+        while (true) {
+            List<Object> v = values(name);
+            if (v.stream().allMatch(value::equals)) return;
+            if (System.nanoTime() > end) throw new AssertionError("not " + value + " on every node: " + v);
+            Thread.sleep(10);
+        }
+    }
+
     /** Polls until every node lacks the key, or fails after {@code timeoutMs}. */
     static void awaitNoKey(String name, long timeoutMs) throws InterruptedException {
         long end = System.nanoTime() + timeoutMs * 1_000_000;

@@ -48,9 +48,8 @@ class LockTest {
             // Decided at the quorum: at least 3 wrote, the rest may still be pending.
             assertTrue(report.stream().filter(n -> n.kind().equals("Ok")).count() >= 3, report.toString());
             assertTrue(lock.isLocked());
-            // Every node that answered holds our value.
-            Thread.sleep(50);
-            for (Object v : Harness.values(name)) assertEquals(lease.value(), v);
+            // The other nodes' writes land too.
+            Harness.awaitValueEverywhere(name, lease.value(), 2000);
         }
         Harness.awaitNoKey(name, 1000);
         assertFalse(client.getLock(name).isLocked());
