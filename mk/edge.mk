@@ -80,4 +80,6 @@ edge-pack: edge-wasm
 ## bench-edge: .wasm size, and acquire+release through ioredis vs node-redlock 5 on 5 nodes.
 bench-edge: deps harness edge-wasm edge/node_modules
 	cd bench/node && $(NPM) ci --no-audit --no-fund
-	$(abspath $(HARNESS)) exec --nodes 5 -- node $(EDGE_DIR)/bench/bench.mjs
+	$(CARGO) build --release --locked -q -p quorumlock-bench --bin quorumlock-bench
+	QL_BENCH_RUST_BIN=$(abspath $(or $(CARGO_TARGET_DIR),target))/release/quorumlock-bench \
+	  $(abspath $(HARNESS)) exec --nodes 5 -- node $(EDGE_DIR)/bench/bench.mjs

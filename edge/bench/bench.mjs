@@ -5,6 +5,9 @@
 // for a 500 ms warm-up and SECS measured seconds; implementations alternate for ROUNDS rounds
 // and the best run of each by throughput is shown, with this process's CPU time per operation
 // (user + system; the least load-dependent number on a shared machine). Peers come from bench/node/node_modules.
+// With QL_BENCH_RUST_BIN (bench/rust's release quorumlock-bench), the c=1 rows are also given
+// as ratios to the Rust engine's c=1 p50 on the same nodes, run once before each round.
+import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { loadavg } from 'node:os'
@@ -130,10 +133,26 @@ console.log(`quorumlock_edge_bg.wasm: ${wasm.length} bytes raw, ${gzipSync(wasm,
 }
 console.log(`edge bench: ${URLS.length} nodes, ${SECS} s per case, best of ${ROUNDS}, load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`)
 console.log(`${'case'.padEnd(6)} ${'impl'.padEnd(22)} ${'ops/s'.padStart(8)} ${'p50 µs'.padStart(8)} ${'p99 µs'.padStart(8)} ${'errors'.padStart(7)} ${'CPU µs/op'.padStart(10)}`)
+/** The Rust engine's acquire+release p50 at c=1 on the same nodes, µs; 0 without its binary. */
+function rustC1() {
+  const bin = process.env.QL_BENCH_RUST_BIN
+  if (!bin) return 0
+  try {
+    const out = execFileSync(bin, ['--nodes', URLS.join(','), '--conc', '1', '--rounds', '1', '--secs', '1',
+      '--persist', 'always', '--json'], { stdio: ['ignore', 'pipe', 'ignore'] })
+    return JSON.parse(out).cases[0].quorumlock.p50_us
+  } catch (e) {
+    console.error(`Rust engine benchmark ${bin}: ${e.message}`)
+    return 0
+  }
+}
+
 let run = 0
+const rust = []
 for (const conc of CONCS) {
   const best = {}
   for (let r = 0; r < ROUNDS; r++) {
+    if (conc === 1) rust.push(rustC1())
     for (const [name, create] of Object.entries(IMPLS)) {
       const s = await runOne(create, conc, run++)
       if (!best[name] || s.tput > best[name].tput) best[name] = s
@@ -145,4 +164,10 @@ for (const conc of CONCS) {
   const q = best['quorumlock-edge']
   const r5 = best['redlock@5.0.0-beta.2']
   console.log(`${`c=${conc}`.padEnd(6)} quorumlock-edge vs redlock 5: ops/s x${(q.tput / r5.tput).toFixed(2)}, p50 x${(q.p50 / r5.p50).toFixed(2)}, CPU per op x${(q.cpuUs / r5.cpuUs).toFixed(2)}`)
+  const engine = rust.filter((x) => x > 0).sort((a, b) => a - b)
+  if (conc === 1 && engine.length > 0) {
+    const p50 = engine[Math.floor(engine.length / 2)]
+    const ratios = Object.entries(best).map(([name, s]) => `${name} x${(s.p50 / p50).toFixed(2)}`)
+    console.log(`c=1    p50 vs the Rust engine's c=1 p50 (${p50} µs, median of ${engine.join(', ')}): ${ratios.join(', ')}`)
+  }
 }
