@@ -106,6 +106,19 @@ export async function settledValuesOn(cluster, key, expected, ms = 2000) {
   }
 }
 
+/**
+ * Node `i`'s PTTL of `key` once `ok(pttl)` holds (or after `ms`, whatever it is then): a call
+ * returns at the quorum-th reply, so the other nodes' writes may be in flight.
+ */
+export async function settledPttl(cluster, i, key, ok, ms = 2000) {
+  const end = Date.now() + ms
+  for (;;) {
+    const pttl = await cluster.command(i, 'PTTL', key)
+    if (ok(pttl) || Date.now() > end) return pttl
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
 /** Every key on every node. */
 export async function allKeys(cluster) {
   const lists = await Promise.all(cluster.addrs.map((_, i) => cluster.command(i, 'KEYS', '*')))

@@ -86,6 +86,21 @@ class Cluster:
         for a in self.addrs:
             resp(a, "DEL", key)
 
+    def wait_pttl(
+        self, key: str | bytes, above_ms: int, nodes: list[int] | None = None, secs: float = 2.0
+    ) -> None:
+        """Polls until ``key``'s PTTL exceeds ``above_ms`` on ``nodes`` (default: every node): a
+        call returns at the quorum-th reply, so the other nodes' writes may still be in flight."""
+        idx = range(len(self.addrs)) if nodes is None else nodes
+
+        def ttls() -> list[int]:
+            return [resp(self.addrs[i], "PTTL", key) for i in idx]
+
+        deadline = time.monotonic() + secs
+        while not all(t > above_ms for t in ttls()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert all(t > above_ms for t in ttls()), ttls()
+
     def wait_values(self, key: bytes, expected: list[bytes | None], secs: float = 2.0) -> None:
         """Polls until every node shows ``expected`` (background cleanup takes a moment)."""
         deadline = time.monotonic() + secs
