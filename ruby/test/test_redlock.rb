@@ -22,7 +22,9 @@ class TestRedlock < Minitest::Test
     lm = manager
     res = unique
     info = lm.lock(res, 2000)
-    on_all_nodes("PTTL", res).each { |ms| assert_in_delta 2000, ms, 300 }
+    # The call returned at the quorum-th reply: the other nodes' writes may still be in flight.
+    assert eventually { on_all_nodes("PTTL", res).all? { |ms| ms.between?(1700, 2000) } },
+           on_all_nodes("PTTL", res).inspect
     assert_instance_of Hash, info
     assert_equal %i[validity resource value], info.keys
     assert_equal res, info[:resource]
