@@ -137,6 +137,8 @@ function refuseUnknown(rest, what) {
   }
 }
 
+let noLockOptions = null
+
 function lockOptions(options) {
   const [list, rest] = pick(LOCK_OPTIONS, checkObject('options', options))
   const { signal, ...unknown } = rest
@@ -144,6 +146,9 @@ function lockOptions(options) {
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new TypeError('signal must be an AbortSignal')
   }
+  // No per-call option (the common case): the client's own options apply, and one checked
+  // empty set serves every such call instead of a native parse per call.
+  if (list.length === 0) return [(noLockOptions ??= nativeOptions([])), signal]
   return [nativeOptions(list), signal]
 }
 
@@ -363,7 +368,10 @@ class Lock {
   async release() {
     const report = unwrap(await this.#native.release())
     this.#onRelease(this)
-    return Object.freeze({ ...report, nodes: freezeNodes(report.nodes) })
+    // The native objects are fresh and ours alone: freeze them in place rather than copy.
+    for (const n of report.nodes) Object.freeze(n)
+    Object.freeze(report.nodes)
+    return Object.freeze(report)
   }
 
   async [Symbol.asyncDispose]() {
@@ -447,7 +455,8 @@ class Client {
     const [opts, signal] = lockOptions(options)
     if (this.#closed) throw coded('QL_INVALID', 'the client is closed')
     if (signal?.aborted) throw coded('QL_CANCELLED', 'the signal was already aborted; nothing was sent')
-    const client = await this.#ready
+    // Once connected, no extra turn of the microtask queue per call.
+    const client = this.#native ?? (await this.#ready)
     // Without a signal nothing can trigger the handle: one shared handle saves a native
     // object (and its finalizer) per call.
     const cancel = signal ? new native.CancelHandle() : neverCancelled()
