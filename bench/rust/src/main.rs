@@ -17,9 +17,10 @@
 //!
 //! `--callgrind` adds the client's CPU cost per acquire+release, free of load noise: this
 //! binary runs itself under `valgrind --tool=callgrind` (`--count floor|quorumlock --cycles
-//! N`, on the same nodes) for two cycle counts, and the difference of the instruction
-//! totals divided by the difference of the cycles is the instruction count of one cycle
-//! (start-up, connection and warm-up cancel out).
+//! N --conc C`, on the same nodes) for two cycle counts, and the difference of the
+//! instruction totals divided by the difference of the cycles is the instruction count of
+//! one cycle (start-up, connection and warm-up cancel out), at c=1 and at c=64. The count
+//! mode also serves `perf record` and `strace -c` of one implementation alone.
 #![forbid(unsafe_code)]
 
 #[path = "common.rs"]
@@ -35,6 +36,8 @@ use serde_json::{Value as Json, json};
 
 /// Any error of set-up; the benchmark itself counts failed operations instead.
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// Instructions per acquire+release under callgrind: per concurrency, floor and quorumlock.
+type Instr = Vec<(usize, [f64; 2])>;
 
 /// Number of lock nodes.
 const NODES: usize = 5;
@@ -44,8 +47,10 @@ const WORKERS: usize = 2;
 const CONCURRENCY: [usize; 3] = [1, 16, 64];
 /// Goal: quorumlock instructions per cycle at most this multiple of the floor's.
 const INSTR_GOAL: f64 = 1.15;
-/// Cycles of the two callgrind runs per implementation (their difference is measured).
-const CALLGRIND_CYCLES: [u64; 2] = [200, 1200];
+/// The callgrind runs: per concurrency, the cycles of the two runs of each implementation
+/// (their difference is measured). At c=64 the work that only shows under concurrency
+/// (requests still in flight when a round is decided, replies batched per wake-up) counts.
+const CALLGRIND_RUNS: [(usize, [u64; 2]); 2] = [(1, [200, 1200]), (64, [640, 3200])];
 /// Warm-up of every run before latencies are recorded.
 const WARMUP: Duration = Duration::from_millis(500);
 /// TTL of every lock in milliseconds, floor and quorumlock alike.
@@ -62,7 +67,7 @@ const RELEASE_LUA: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
 /// Printed for `--help` and bad arguments.
 const USAGE: &str = "usage: quorumlock-bench [--secs S] [--persist none|always|everysec] \
 [--rounds N] [--conc 1,16,64] [--callgrind] [--json] [--nodes URL,URL,...]
-       quorumlock-bench --count floor|quorumlock --cycles N --nodes URL,URL,...";
+       quorumlock-bench --count floor|quorumlock --cycles N [--conc C] --nodes URL,URL,...";
 
 /// Command-line settings.
 struct Args {
@@ -320,7 +325,7 @@ fn verdict(met: bool) -> &'static str {
 }
 
 /// Prints the table of all cases to stdout.
-fn print_table(args: &Args, cases: &[Case], instr: Option<[f64; 2]>, load: &[String; 2]) {
+fn print_table(args: &Args, cases: &[Case], instr: Option<Instr>, load: &[String; 2]) {
     let (p, s, r) = (args.persist, args.secs, args.rounds);
     println!("quorumlock bench: {NODES} nodes (persist {p}), {s} s per case");
     println!("load average {} before, {} after", load[0], load[1]);
@@ -355,17 +360,17 @@ fn print_table(args: &Args, cases: &[Case], instr: Option<[f64; 2]>, load: &[Str
             format!("{case} ratio")
         );
     }
-    if let Some([f, q]) = instr {
+    for (conc, [f, q]) in instr.unwrap_or_default() {
         let r = q / f.max(1.0);
         println!(
-            "instructions per acquire+release (callgrind, client process): floor {f:.0}, quorumlock {q:.0}: x{r:.2} (goal <= {INSTR_GOAL}: {})",
+            "instructions per acquire+release at c={conc} (callgrind, client process): floor {f:.0}, quorumlock {q:.0}: x{r:.2} (goal <= {INSTR_GOAL}: {})",
             verdict(r <= INSTR_GOAL)
         );
     }
 }
 
 /// All numbers as one JSON object.
-fn to_json(args: &Args, cases: &[Case], instr: Option<[f64; 2]>, load: &[String; 2]) -> Json {
+fn to_json(args: &Args, cases: &[Case], instr: Option<Instr>, load: &[String; 2]) -> Json {
     let runs = |r: &[Stats]| r.iter().map(Stats::json).collect::<Vec<_>>();
     let cases: Vec<Json> = cases
         .iter()
@@ -385,10 +390,11 @@ fn to_json(args: &Args, cases: &[Case], instr: Option<[f64; 2]>, load: &[String;
         "warmup_secs": WARMUP.as_secs_f64(), "rounds": args.rounds,
         "pick": "best run by throughput", "worker_threads": WORKERS, "cases": cases,
         "load_before": load[0], "load_after": load[1],
-        "instructions_per_cycle": instr.map(|[f, q]| json!({
-            "floor": f, "quorumlock": q, "ratio": q / f.max(1.0), "goal": INSTR_GOAL,
-            "cycles": CALLGRIND_CYCLES,
-        })),
+        "instructions_per_cycle": instr.map(|runs| runs.iter().zip(CALLGRIND_RUNS).map(
+            |(&(conc, [f, q]), (_, cycles))| json!({
+                "concurrency": conc, "floor": f, "quorumlock": q, "ratio": q / f.max(1.0),
+                "goal": INSTR_GOAL, "cycles": cycles,
+            })).collect::<Vec<_>>()),
     })
 }
 
@@ -450,30 +456,54 @@ async fn bench(args: &Args, urls: &[String]) -> Result<Vec<Case>, BoxError> {
     Ok(cases)
 }
 
-/// Count mode (the program under callgrind): 20 warm-up cycles, then `cycles` sequential
-/// acquire+release cycles of one implementation on one key. Fails on a failed cycle.
-async fn count(which: usize, cycles: u64, urls: &[String]) -> Result<(), BoxError> {
-    let mut env = connect(urls, Persist::None).await?;
+/// Count mode (the program under callgrind or `perf`): `conc` tasks (the first `--conc`
+/// value, default 1), each on its own key, run 20 warm-up cycles and then their share of
+/// `cycles` acquire+release cycles of one implementation. Fails on a failed cycle.
+async fn count(which: usize, cycles: u64, conc: usize, urls: &[String]) -> Result<(), BoxError> {
+    let env = connect(urls, Persist::None).await?;
     let script = redis::Script::new(RELEASE_LUA);
-    let key = format!("bench:count:{}", std::process::id());
-    for i in 0..20 + cycles {
-        let ok = if which == 1 {
-            quorumlock_op(&env.client, &env.opts, &key).await
-        } else {
-            let value = format!("{:016x}{i:024x}", std::process::id());
-            floor_op(&mut env.conns, &script, &key, &value).await
-        };
-        if !ok {
-            return Err(format!("cycle {i} of {} failed", IMPLS[which]).into());
-        }
+    let share = cycles.div_ceil(conc as u64);
+    let tasks = (0..conc).map(|task| {
+        let (mut conns, client) = (env.conns.clone(), env.client.clone());
+        let (opts, script) = (env.opts.clone(), script.clone());
+        let key = format!("bench:count:{}:{task}", std::process::id());
+        tokio::spawn(async move {
+            for i in 0..20 + share {
+                let ok = if which == 1 {
+                    quorumlock_op(&client, &opts, &key).await
+                } else {
+                    let value = format!("{:016x}{task:08x}{i:016x}", std::process::id());
+                    floor_op(&mut conns, &script, &key, &value).await
+                };
+                if !ok {
+                    return Err(format!("cycle {i} of {} failed", IMPLS[which]));
+                }
+            }
+            Ok(())
+        })
+    });
+    for r in join_all(tasks.collect::<Vec<_>>()).await {
+        r??;
     }
     Ok(())
 }
 
-/// Instructions per cycle of each implementation (floor, quorumlock) under callgrind:
-/// `(I(b) - I(a)) / (b - a)` for the two cycle counts of [`CALLGRIND_CYCLES`]. Keeps the
-/// output files in `$QL_CALLGRIND_DIR` when set (for `callgrind_annotate`).
-fn callgrind(urls: &[String]) -> Result<[f64; 2], BoxError> {
+/// Instructions per cycle of each implementation (floor, quorumlock) under callgrind, per
+/// concurrency of [`CALLGRIND_RUNS`]: `(I(b) - I(a)) / (b - a)` for its two cycle counts.
+/// Keeps the output files in `$QL_CALLGRIND_DIR` when set (for `callgrind_annotate`).
+fn callgrind(urls: &[String]) -> Result<Instr, BoxError> {
+    CALLGRIND_RUNS
+        .iter()
+        .map(|&(conc, cycles)| Ok((conc, callgrind_at(urls, conc, cycles)?)))
+        .collect()
+}
+
+/// [`callgrind`] at one concurrency.
+fn callgrind_at(
+    urls: &[String],
+    conc: usize,
+    cycle_counts: [u64; 2],
+) -> Result<[f64; 2], BoxError> {
     let exe = std::env::current_exe()?;
     let keep = std::env::var_os("QL_CALLGRIND_DIR").map(std::path::PathBuf::from);
     let dir = keep.clone().unwrap_or_else(std::env::temp_dir);
@@ -481,13 +511,15 @@ fn callgrind(urls: &[String]) -> Result<[f64; 2], BoxError> {
     let mut per_cycle = [0.0; 2];
     for (which, name) in IMPLS.iter().enumerate() {
         let mut totals = [0u64; 2];
-        for (k, cycles) in CALLGRIND_CYCLES.iter().enumerate() {
-            let out = dir.join(format!("callgrind.{name}.{cycles}.{}", std::process::id()));
+        for (k, cycles) in cycle_counts.iter().enumerate() {
+            let pid = std::process::id();
+            let out = dir.join(format!("callgrind.{name}.c{conc}.{cycles}.{pid}"));
             let status = std::process::Command::new("valgrind")
                 .arg("--tool=callgrind")
                 .arg(format!("--callgrind-out-file={}", out.display()))
                 .arg(&exe)
-                .args(["--count", name, "--cycles", &cycles.to_string(), "--nodes"])
+                .args(["--count", name, "--cycles", &cycles.to_string()])
+                .args(["--conc", &conc.to_string(), "--nodes"])
                 .arg(urls.join(","))
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
@@ -504,9 +536,12 @@ fn callgrind(urls: &[String]) -> Result<[f64; 2], BoxError> {
             if keep.is_none() {
                 let _ = std::fs::remove_file(&out);
             }
-            eprintln!("  callgrind {name} x{cycles}: {} instructions", totals[k]);
+            eprintln!(
+                "  callgrind {name} c={conc} x{cycles}: {} instructions",
+                totals[k]
+            );
         }
-        let d = (CALLGRIND_CYCLES[1] - CALLGRIND_CYCLES[0]) as f64;
+        let d = (cycle_counts[1] - cycle_counts[0]) as f64;
         per_cycle[which] = totals[1].saturating_sub(totals[0]) as f64 / d;
     }
     Ok(per_cycle)
@@ -522,7 +557,7 @@ fn main() -> Result<(), BoxError> {
         .enable_all()
         .build()?;
     if let (Some((which, cycles)), Some(urls)) = (args.count, &args.nodes) {
-        return rt.block_on(count(which, cycles, urls));
+        return rt.block_on(count(which, cycles, args.conc[0], urls));
     }
     let cluster = match args.nodes {
         Some(_) => None,
