@@ -23,8 +23,6 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use futures_util::StreamExt;
-use futures_util::stream::FuturesUnordered;
 use tokio::task::JoinHandle;
 
 use crate::cancel::CancelToken;
@@ -117,10 +115,14 @@ pub(crate) async fn acquire(
     result
 }
 
-/// What one node answered to one request: the round, the node, the answer, the request's
-/// latency and, for a fenced acquisition that took the lock, the counters.
-type Reply = (u64, usize, Answer, Duration, Option<Vec<u64>>);
-type InFlight = FuturesUnordered<Pin<Box<dyn Future<Output = Reply> + Send>>>;
+/// What one node answered to one request: the round, the node, the answer, when the request
+/// was sent (the reader of the reply takes its latency, one clock read per wake-up) and, for a
+/// fenced acquisition that took the lock, the counters.
+type Reply = (u64, usize, Answer, MonoTime, Option<Vec<u64>>);
+/// The requests in flight, by node: an acquisition has a handful at a time (more only while
+/// an earlier round's stragglers are still out), so a `Vec` polled on each wake-up costs
+/// less than a `FuturesUnordered`, which allocates per request and per set.
+type InFlight = Vec<(usize, Pin<Box<dyn Future<Output = Reply> + Send>>)>;
 /// The subscription of the first wait, and whether the keys were vacant once it was live.
 type Listening<'a> = Pin<Box<dyn Future<Output = (Option<Listener>, bool)> + Send + 'a>>;
 
@@ -164,8 +166,9 @@ fn now_us() -> u64 {
 impl Driver<'_> {
     /// Starts `request` on `node`; the future is polled once right away, so the request is
     /// queued on its connection before any reply is looked at (a request first polled after
-    /// the round's decision could land behind the cleanup of a failed attempt).
-    fn send(&mut self, round: u64, index: usize, request: Request) {
+    /// the round's decision could land behind the cleanup of a failed attempt). `sent` is the
+    /// time the round's requests go out, read once for all of them.
+    fn send(&mut self, round: u64, index: usize, request: Request, sent: MonoTime) {
         let Some(node) = self.inner.nodes.get(index).cloned() else {
             return;
         };
@@ -183,7 +186,6 @@ impl Driver<'_> {
             }),
             _ => None,
         };
-        let sent = MonoTime::now();
         let mut fut: Pin<Box<dyn Future<Output = Reply> + Send>> = Box::pin(async move {
             let (answer, counters) = match request {
                 Request::Acquire { value } => (
@@ -206,13 +208,13 @@ impl Driver<'_> {
                     None,
                 ),
             };
-            (round, index, answer, MonoTime::now() - sent, counters)
+            (round, index, answer, sent, counters)
         });
         let waker = futures_util::task::noop_waker();
         let mut cx = std::task::Context::from_waker(&waker);
         match fut.as_mut().poll(&mut cx) {
             Poll::Ready(reply) => self.ready.push(reply),
-            Poll::Pending => self.inflight.push(fut),
+            Poll::Pending => self.inflight.push((index, fut)),
         }
     }
 
@@ -254,19 +256,17 @@ impl Driver<'_> {
             return;
         }
         let mut pending = std::mem::take(&mut self.inflight);
-        let (nodes, timed_out) = (
-            self.inner.nodes.clone(),
-            std::mem::take(&mut self.timed_out),
-        );
+        let (inner, timed_out) = (self.inner.clone(), std::mem::take(&mut self.timed_out));
         self.inner
             .runtime
             .spawn(tokio::time::timeout(DRAIN_BOUND, async move {
-                while let Some((round, i, answer, latency, _)) = pending.next().await {
-                    if let Some(node) = nodes.get(i)
+                while !pending.is_empty() {
+                    let (_, (round, i, answer, sent, _)) = quorum::next_reply(&mut pending).await;
+                    if let Some(node) = inner.nodes.get(i)
                         && !timed_out.contains(&(round, i))
                     {
                         let kind = answer.unwrap_or_else(|(kind, _)| kind);
-                        node.stats.observe(kind, Some(latency));
+                        node.stats.observe(kind, Some(MonoTime::now() - sent));
                     }
                 }
             }));
@@ -303,7 +303,7 @@ async fn attempts(
         ttl_ms: m.ttl_ms(),
         counter_ttl_ms,
         m,
-        inflight: FuturesUnordered::new(),
+        inflight: Vec::with_capacity(inner.nodes.len()),
         ready: Vec::new(),
         timed_out: Vec::new(),
         cleanup: None,
@@ -313,8 +313,16 @@ async fn attempts(
     };
     let timeout = d.m.node_timeout();
     let mut random = OsRandomAhead::new();
+    // One clock read per wake-up: the machine's outputs are polled with the time its last
+    // input was handled at (an attempt's start then reads as no later than it is, which only
+    // shortens the validity it computes), and a round's requests share one send time.
+    let mut now = now_us();
+    // One timer for the call, moved only when the machine's next deadline changes.
+    let timer = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(timer);
+    let mut armed = None;
     loop {
-        while let Some(out) = d.m.poll_output(now_us(), &mut random) {
+        while let Some(out) = d.m.poll_output(now, &mut random) {
             match out {
                 Output::Attempt { number } => {
                     ClientStats::bump(&inner.stats.attempts);
@@ -330,7 +338,7 @@ async fn attempts(
                     round,
                     node,
                     request,
-                } => d.send(round, node, request),
+                } => d.send(round, node, request, MonoTime::from_micros(now)),
                 Output::Clean { nodes, value } => d.clean(nodes, value),
                 Output::Listen => {
                     if let Some(notifier) = &inner.notifier {
@@ -355,25 +363,25 @@ async fn attempts(
             }
         }
         if !d.ready.is_empty() {
+            now = now_us();
             let mut batch = Vec::with_capacity(d.ready.len());
             let mut round = 0;
-            for (r, node, answer, latency, counters) in std::mem::take(&mut d.ready) {
-                d.observe(r, node, &answer, latency);
+            for (r, node, answer, sent, counters) in std::mem::take(&mut d.ready) {
+                d.observe(r, node, &answer, MonoTime::from_micros(now) - sent);
                 round = r;
                 batch.push((node, answer, counters));
             }
-            d.m.handle_batch(round, batch, now_us());
+            d.m.handle_batch(round, batch, now);
             continue;
         }
         let deadline = d.m.poll_timeout();
-        let sleep = async {
-            match deadline {
-                Some(at) => {
-                    tokio::time::sleep(Duration::from_micros(at.saturating_sub(now_us()))).await
-                }
-                None => std::future::pending().await,
+        if deadline != armed {
+            if let Some(at) = deadline {
+                let left = Duration::from_micros(at.saturating_sub(now));
+                timer.as_mut().reset(tokio::time::Instant::now() + left);
             }
-        };
+            armed = deadline;
+        }
         let wants_notice = d.m.wants_release_notice();
         let released = async {
             match &d.listener {
@@ -397,20 +405,22 @@ async fn attempts(
         };
         let event = tokio::select! {
             biased;
-            Some(reply) = d.inflight.next(), if !d.inflight.is_empty() => Event::Reply(reply),
+            (_, reply) = quorum::next_reply(&mut d.inflight), if !d.inflight.is_empty() => Event::Reply(reply),
             () = cleaned => Event::Cleaned,
             (l, vacant) = listened => Event::Listened(l, vacant),
             () = released => Event::Released,
-            () = sleep => Event::Timer,
+            () = &mut timer, if armed.is_some() => Event::Timer,
             () = cancelled(cancel) => Event::Cancelled,
         };
-        let now = now_us();
+        now = now_us();
         match event {
-            Event::Reply((round, node, answer, latency, counters)) => {
-                d.observe(round, node, &answer, latency);
+            Event::Reply((round, node, answer, sent, counters)) => {
+                d.observe(round, node, &answer, MonoTime::from_micros(now) - sent);
                 d.m.handle_batch(round, vec![(node, answer, counters)], now);
             }
             Event::Timer => {
+                // The machine's next deadline, even if it is the same instant, re-arms.
+                armed = None;
                 let round = d.m.round();
                 for i in d.m.handle_timeout(now) {
                     if let Some(node) = inner.nodes.get(i) {

@@ -411,14 +411,19 @@ async fn extend_once(shared: &Shared, ttl: Duration) -> Result<()> {
 }
 
 async fn release(shared: &Shared) -> Result<Report> {
+    // One fork check per call (a system call each).
+    let in_process = shared.grant.inner.check_process();
     // A repeated release sends nothing and is not counted again.
-    if shared.grant.inner.check_process().is_ok()
+    if in_process.is_ok()
         && let Phase::Released(report) = &lock_state(shared).phase
     {
         return Ok(report.clone());
     }
     let start = MonoTime::now();
-    let result = release_once(shared).await;
+    let result = match in_process {
+        Ok(()) => release_once(shared).await,
+        Err(e) => Err(e),
+    };
     let outcome = result.as_ref().map(|_| ()).map_err(Error::kind);
     shared
         .grant
@@ -429,9 +434,9 @@ async fn release(shared: &Shared) -> Result<Report> {
     result
 }
 
+/// The release itself; the caller checked the process.
 async fn release_once(shared: &Shared) -> Result<Report> {
     let g = &shared.grant;
-    g.inner.check_process()?;
     stop_watchdog(shared);
     let _op = shared.op.lock().await;
     if let Phase::Released(report) = &lock_state(shared).phase {

@@ -131,9 +131,9 @@ where
 ///
 /// A round has a handful of requests, so polling each one on every wake-up costs less than
 /// the allocation and bookkeeping per request of a `FuturesUnordered`.
-async fn next_reply<T, Fut>(pending: &mut Vec<(usize, Pin<Box<Fut>>)>) -> (usize, T)
+pub(crate) async fn next_reply<T, Fut>(pending: &mut Vec<(usize, Pin<Box<Fut>>)>) -> (usize, T)
 where
-    Fut: Future<Output = T>,
+    Fut: Future<Output = T> + ?Sized,
 {
     std::future::poll_fn(|cx| {
         for k in 0..pending.len() {

@@ -509,8 +509,9 @@ impl Acquisition {
         }
     }
 
-    fn voted(&mut self, a: Attempt, now_us: u64) {
-        let round = a.tally.round().clone();
+    fn voted(&mut self, mut a: Attempt, now_us: u64) {
+        // The attempt's tally is done: its results move on without a copy.
+        let round = a.tally.take_round();
         let q = quorum(self.members.len());
         let votes = round.count(NodeKind::Ok);
         #[cfg(feature = "mutants")]

@@ -124,6 +124,12 @@ impl Tally {
         &self.round
     }
 
+    /// The results so far, moved out (an empty round stays behind): for the owner of a
+    /// decided tally, without copying every node's address.
+    pub fn take_round(&mut self) -> Round {
+        std::mem::take(&mut self.round)
+    }
+
     /// The results; nodes that had not answered when the round was decided stay `Pending`.
     pub fn into_round(self) -> Round {
         self.round

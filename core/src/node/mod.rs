@@ -364,7 +364,9 @@ impl Node {
                 });
             }
         };
-        if MonoTime::now() - link.probed_at >= self.checks.reprobe_every
+        // One clock read per request: the reprobe interval and the restart quarantine.
+        let now = MonoTime::now();
+        if now - link.probed_at >= self.checks.reprobe_every
             && !link.reprobing.swap(true, Ordering::Relaxed)
         {
             self.spawn_reprobe(&link);
@@ -393,7 +395,6 @@ impl Node {
                 ));
                 return Err((NodeKind::Duplicate, text));
             }
-            let now = MonoTime::now();
             if now < link.probe.ready_at {
                 let wait = link.probe.ready_at.saturating_since(now);
                 return Err((
