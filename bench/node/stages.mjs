@@ -4,11 +4,14 @@
 //
 //   node bench/node/stages.mjs [--calls 2000]
 //
-// Stages (medians over the calls, µs): `js` the JavaScript side (index.js, argument
-// conversion, the outcome becoming a JS object, the promise's reactions), `entry` native entry
-// to the engine future's first poll on a runtime worker (the hand-off), `engine` the engine
-// future itself (its I/O), `back` from the output being ready to the event loop's thread
-// holding it (the threadsafe-function wake-up). Nodes: $QL_NODES, else 5 started with
+// Stages (medians over the calls, µs): `js-in` the JavaScript side before the native method
+// (index.js, argument conversion), `entry` native entry to the engine future's first poll on a
+// runtime worker (the hand-off), `engine` the engine future itself (its I/O), `back` from the
+// output being ready to the event loop's thread holding it (the threadsafe-function wake-up),
+// `js-out` from there to the caller's `await` resuming (the outcome becoming a JS object,
+// index.js, the promise's reactions). The marks are placed on this process's clock by
+// `stageOrigin()`, read between two clock reads (the midpoint; the two reads are about 1 µs
+// apart). Nodes: $QL_NODES, else 5 started with
 // ql-harness (persist always). The addon: $QL_NODE_PKG or bench/node/.pkg/quorumlock.
 import { createRequire } from 'node:module'
 import { loadavg } from 'node:os'
@@ -19,16 +22,18 @@ import { startNodes, stopNodes } from './nodes.mjs'
 
 const require = createRequire(import.meta.url)
 const PKG = process.env.QL_NODE_PKG ?? fileURLToPath(new URL('./.pkg/quorumlock/', import.meta.url))
-const STAGES = ['js', 'entry', 'engine', 'back']
+const STAGES = ['js-in', 'entry', 'engine', 'back', 'js-out']
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b)
   return s[Math.floor(s.length / 2)]
 }
 
-function split (t0, t1, m) {
-  const native = m[3] - m[0]
-  return [(t1 - t0 - native) / 1e3, (m[1] - m[0]) / 1e3, (m[2] - m[1]) / 1e3, (m[3] - m[2]) / 1e3]
+// One call's stages in µs; `origin` places the marks on the clock of `t0` and `t1` (ns).
+function split (t0, t1, m, origin) {
+  const [m0, m3] = [m[0] + origin, m[3] + origin]
+  return [(m0 - t0) / 1e3, (m[1] - m[0]) / 1e3, (m[2] - m[1]) / 1e3, (m[3] - m[2]) / 1e3,
+    (t1 - m3) / 1e3]
 }
 
 async function main () {
@@ -42,9 +47,12 @@ async function main () {
   const { Client } = require(PKG)
   const [urls, runDir] = startNodes()
   const rows = { acquire: [], release: [] }
+  const now = process.hrtime.bigint
+  const h0 = now()
+  native.stageOrigin()
+  const origin = Number(h0 + now()) / 2
   try {
     const client = await Client.connect({ nodes: urls, ttlMs: 10_000, retryCount: 0, nodeTimeoutMs: 200 })
-    const now = process.hrtime.bigint
     for (let i = 0; i < calls + 200; i++) {
       const t0 = now()
       const lock = await client.acquire(`stages:${i % 16}`)
@@ -55,8 +63,8 @@ async function main () {
       const t3 = now()
       const mr = native.stageMarks()
       if (i >= 200) {
-        rows.acquire.push(split(Number(t0), Number(t1), ma))
-        rows.release.push(split(Number(t2), Number(t3), mr))
+        rows.acquire.push(split(Number(t0), Number(t1), ma, origin))
+        rows.release.push(split(Number(t2), Number(t3), mr, origin))
       }
     }
     await client.close()

@@ -2,7 +2,9 @@
 //! it every mark is an empty inline function). Marks are nanoseconds on one monotonic clock:
 //! 0 the native method entered, 1 the engine future first polled (on a runtime worker), 2 the
 //! engine future done, 3 the event loop's thread has the outcome (the promise's settle
-//! callback, before the outcome becomes a JS object).
+//! callback, before the outcome becomes a JS object). The clock starts at the first mark or at
+//! `stageOrigin()`, which a caller that reads its own clock around it uses to place the marks
+//! on that clock.
 
 /// Entry of the native method.
 pub(crate) const ENTRY: usize = 0;
@@ -29,6 +31,14 @@ mod imp {
         if let Some(m) = MARKS.get(stage) {
             m.store(u64::try_from(ns).unwrap_or(u64::MAX), Ordering::Relaxed);
         }
+    }
+
+    /// Starts the marks' clock (if not yet started) and returns 0: the caller reads its own
+    /// clock around this call to place the marks on it.
+    #[napi]
+    pub fn stage_origin() -> f64 {
+        START.get_or_init(Instant::now);
+        0.0
     }
 
     /// The marks of the last call, in nanoseconds (as numbers).
