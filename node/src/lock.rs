@@ -1,6 +1,6 @@
 //! The native lock handle: extend, release, auto-extension and the lost callback.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use napi::bindgen_prelude::{BigInt, Object};
 use napi::threadsafe_function::{
@@ -22,15 +22,15 @@ pub struct ExtendOutcome {
     pub error: Option<NativeError>,
 }
 
-/// What a release did on each node.
+/// What a release did: the counts. Its per-node entries come from
+/// [`NativeLock::release_nodes`] when asked for: converting them to JavaScript objects costs
+/// the event loop about 2 µs per node, and most callers never read them.
 #[napi(object, object_from_js = false)]
 pub struct ReleaseReport {
     /// How many nodes deleted our keys.
     pub released_count: u32,
     /// True when a quorum still held the lock when it was released.
     pub was_held_by_quorum: bool,
-    /// One entry per configured node.
-    pub nodes: Vec<NodeEntry>,
 }
 
 /// `{ value }` or `{ error }` of [`NativeLock::release`].
@@ -46,6 +46,8 @@ pub struct ReleaseOutcome {
 #[napi]
 pub struct NativeLock {
     inner: Arc<quorumlock::Lock>,
+    /// The report of the last successful release, for [`NativeLock::release_nodes`].
+    released: Arc<Mutex<Option<quorumlock::Report>>>,
 }
 
 fn ms(d: std::time::Duration) -> f64 {
@@ -57,6 +59,7 @@ impl NativeLock {
     pub(crate) fn new(lock: quorumlock::Lock) -> Self {
         NativeLock {
             inner: Arc::new(lock),
+            released: Arc::default(),
         }
     }
 
@@ -122,6 +125,13 @@ impl NativeLock {
     #[napi(getter)]
     pub fn attempt_reports(&self) -> Vec<Vec<NodeEntry>> {
         self.inner.attempt_reports().iter().map(nodes).collect()
+    }
+
+    /// The per-node report of the last successful release; empty before the first.
+    #[napi]
+    pub fn release_nodes(&self) -> Vec<NodeEntry> {
+        let released = self.released.lock().unwrap_or_else(PoisonError::into_inner);
+        released.as_ref().map(nodes).unwrap_or_default()
     }
 
     /// The per-node report of the last successful extend; null before the first.
@@ -208,20 +218,25 @@ impl NativeLock {
     }
 
     /// Releases the lock on every node (compare-and-delete); idempotent. About one round
-    /// trip. Resolves to `{ value: ReleaseReport }` or `{ error }`.
+    /// trip. Resolves to `{ value: ReleaseReport }` or `{ error }`; the per-node entries are
+    /// then [`release_nodes`](Self::release_nodes).
     #[napi(catch_unwind, ts_return_type = "Promise<ReleaseOutcome>")]
     pub fn release<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
         crate::stages::mark(crate::stages::ENTRY);
-        let lock = self.inner.clone();
+        let (lock, released) = (self.inner.clone(), self.released.clone());
         promise(
             env,
-            async move { lock.release().await },
+            async move {
+                let report = lock.release().await?;
+                let counts = (report.released_count(), report.was_held_by_quorum());
+                *released.lock().unwrap_or_else(PoisonError::into_inner) = Some(report);
+                Ok(counts)
+            },
             |result| match result {
-                Ok(report) => ReleaseOutcome {
+                Ok((released_count, was_held_by_quorum)) => ReleaseOutcome {
                     value: Some(ReleaseReport {
-                        released_count: u32::try_from(report.released_count()).unwrap_or(u32::MAX),
-                        was_held_by_quorum: report.was_held_by_quorum(),
-                        nodes: nodes(&report),
+                        released_count: u32::try_from(released_count).unwrap_or(u32::MAX),
+                        was_held_by_quorum,
                     }),
                     error: None,
                 },
