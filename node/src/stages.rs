@@ -2,9 +2,8 @@
 //! it every mark is an empty inline function). Marks are nanoseconds on one monotonic clock:
 //! 0 the native method entered, 1 the engine future first polled (on a runtime worker), 2 the
 //! engine future done, 3 the event loop's thread has the outcome (the promise's settle
-//! callback, before the outcome becomes a JS object). The clock starts at the first mark or at
-//! `stageOrigin()`, which a caller that reads its own clock around it uses to place the marks
-//! on that clock.
+//! callback, before the outcome becomes a JS object). `stageOrigin()` reads the marks' clock,
+//! so that a caller that reads its own clock around it can place the marks on that clock.
 
 /// Entry of the native method.
 pub(crate) const ENTRY: usize = 0;
@@ -33,12 +32,11 @@ mod imp {
         }
     }
 
-    /// Starts the marks' clock (if not yet started) and returns 0: the caller reads its own
-    /// clock around this call to place the marks on it.
+    /// The marks' clock now, in nanoseconds: a caller that reads its own clock around this
+    /// call places the marks on it.
     #[napi]
     pub fn stage_origin() -> f64 {
-        START.get_or_init(Instant::now);
-        0.0
+        START.get_or_init(Instant::now).elapsed().as_nanos() as f64
     }
 
     /// The marks of the last call, in nanoseconds (as numbers).
