@@ -3,6 +3,8 @@
 //! client, a REST endpoint) and hands the reply back as a [`Reply`]; the `read_*` functions
 //! turn it into a vote, a count or a typed failure. Nothing here does I/O.
 
+use std::borrow::Cow;
+
 use crate::report::NodeKind;
 use crate::scripts;
 
@@ -18,8 +20,9 @@ pub enum Reply {
     Int(i64),
     /// A bulk string.
     Data(Vec<u8>),
-    /// A simple string such as `OK`.
-    Status(String),
+    /// A simple string such as `OK` (borrowed when the driver knows it: `OK`, every
+    /// successful `SET`, is not allocated per reply).
+    Status(Cow<'static, str>),
     /// An array.
     Array(Vec<Reply>),
 }

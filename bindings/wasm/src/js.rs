@@ -585,7 +585,7 @@ pub fn reply_of(v: &JsValue) -> Result<Reply, Failure> {
             });
     }
     if let Some(s) = v.as_string() {
-        return Ok(Reply::Status(s));
+        return Ok(Reply::Status(s.into()));
     }
     if let Some(bytes) = v.dyn_ref::<Uint8Array>() {
         return Ok(Reply::Data(bytes.to_vec()));
@@ -629,7 +629,7 @@ pub fn failure_of(e: &JsValue) -> Failure {
 /// Text as a reply carries it (a status, bytes), for INFO and CONFIG.
 pub fn reply_text(r: &Reply) -> Option<String> {
     match r {
-        Reply::Status(s) => Some(s.clone()),
+        Reply::Status(s) => Some(s.to_string()),
         Reply::Data(d) => Some(String::from_utf8_lossy(d).into_owned()),
         _ => None,
     }

@@ -79,8 +79,8 @@ pub(crate) fn reply(value: Value) -> Reply {
         Value::Nil => Reply::Nil,
         Value::Int(i) => Reply::Int(i),
         Value::BulkString(b) => Reply::Data(b),
-        Value::SimpleString(s) => Reply::Status(s),
-        Value::Okay => Reply::Status("OK".to_owned()),
+        Value::SimpleString(s) => Reply::Status(s.into()),
+        Value::Okay => Reply::Status("OK".into()),
         Value::Array(items) | Value::Set(items) => {
             Reply::Array(items.into_iter().map(reply).collect())
         }
