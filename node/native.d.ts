@@ -80,7 +80,7 @@ export declare class NativeLock {
    * `nodes`.
    */
   get attemptReports(): Array<Array<NodeEntry>>
-  /** The per-node report of the last successful release; empty before the first. */
+  /** The per-node report of the successful release; empty before it. */
   releaseNodes(): Array<NodeEntry>
   /** The per-node report of the last successful extend; null before the first. */
   get extendNodes(): Array<NodeEntry> | null

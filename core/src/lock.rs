@@ -170,6 +170,14 @@ impl Lock {
     pub fn extend_report(&self) -> Option<Report> {
         lock_state(&self.shared).extended.clone()
     }
+    /// The per-node report of the successful [`release`](Self::release), once released (the
+    /// report a repeated `release` returns).
+    pub fn release_report(&self) -> Option<Report> {
+        match &lock_state(&self.shared).phase {
+            Phase::Released(report) => Some(report.clone()),
+            _ => None,
+        }
+    }
     /// When the acquisition was decided (T2), on [`MonoTime`].
     pub fn acquired_at(&self) -> MonoTime {
         self.shared.grant.acquired_at

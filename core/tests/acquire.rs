@@ -34,7 +34,9 @@ async fn acquire_release_on_1_3_5_7_nodes() {
             extended >= client.quorum(),
             "{extended} of {n} nodes extended"
         );
+        assert_eq!(lock.release_report(), None);
         let report = lock.release().await.unwrap();
+        assert_eq!(lock.release_report().as_ref(), Some(&report));
         assert_eq!(report.released_count(), n, "{report}");
         assert!(report.was_held_by_quorum());
         assert_eq!(present(&c, &key), 0);

@@ -1,6 +1,6 @@
 //! The native lock handle: extend, release, auto-extension and the lost callback.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use napi::bindgen_prelude::{BigInt, Object};
 use napi::threadsafe_function::{
@@ -46,8 +46,6 @@ pub struct ReleaseOutcome {
 #[napi]
 pub struct NativeLock {
     inner: Arc<quorumlock::Lock>,
-    /// The report of the last successful release, for [`NativeLock::release_nodes`].
-    released: Arc<Mutex<Option<quorumlock::Report>>>,
 }
 
 fn ms(d: std::time::Duration) -> f64 {
@@ -59,7 +57,6 @@ impl NativeLock {
     pub(crate) fn new(lock: quorumlock::Lock) -> Self {
         NativeLock {
             inner: Arc::new(lock),
-            released: Arc::default(),
         }
     }
 
@@ -127,11 +124,14 @@ impl NativeLock {
         self.inner.attempt_reports().iter().map(nodes).collect()
     }
 
-    /// The per-node report of the last successful release; empty before the first.
+    /// The per-node report of the successful release; empty before it.
     #[napi]
     pub fn release_nodes(&self) -> Vec<NodeEntry> {
-        let released = self.released.lock().unwrap_or_else(PoisonError::into_inner);
-        released.as_ref().map(nodes).unwrap_or_default()
+        self.inner
+            .release_report()
+            .as_ref()
+            .map(nodes)
+            .unwrap_or_default()
     }
 
     /// The per-node report of the last successful extend; null before the first.
@@ -223,14 +223,12 @@ impl NativeLock {
     #[napi(catch_unwind, ts_return_type = "Promise<ReleaseOutcome>")]
     pub fn release<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
         crate::stages::mark(crate::stages::ENTRY);
-        let (lock, released) = (self.inner.clone(), self.released.clone());
+        let lock = self.inner.clone();
         promise(
             env,
             async move {
                 let report = lock.release().await?;
-                let counts = (report.released_count(), report.was_held_by_quorum());
-                *released.lock().unwrap_or_else(PoisonError::into_inner) = Some(report);
-                Ok(counts)
+                Ok((report.released_count(), report.was_held_by_quorum()))
             },
             |result| match result {
                 Ok((released_count, was_held_by_quorum)) => ReleaseOutcome {

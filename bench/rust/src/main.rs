@@ -238,6 +238,46 @@ async fn quorumlock_op(client: &Client, opts: &LockOptions, key: &str) -> bool {
     }
 }
 
+/// One task's handles on both implementations, on its own key.
+struct Worker {
+    conns: Vec<MultiplexedConnection>,
+    client: Client,
+    opts: LockOptions,
+    script: redis::Script,
+    key: String,
+    /// 16 hex characters that make this task's floor values unique.
+    tag: String,
+    /// Floor operations so far.
+    n: u64,
+}
+
+impl Worker {
+    fn new(env: &Env, script: &redis::Script, key: String, tag: String) -> Worker {
+        let (conns, client, opts) = (env.conns.clone(), env.client.clone(), env.opts.clone());
+        let script = script.clone();
+        Worker {
+            conns,
+            client,
+            opts,
+            script,
+            key,
+            tag,
+            n: 0,
+        }
+    }
+
+    /// One acquire+release of quorumlock (`ql`) or of the floor; true if it succeeded.
+    async fn op(&mut self, ql: bool) -> bool {
+        if ql {
+            return quorumlock_op(&self.client, &self.opts, &self.key).await;
+        }
+        self.n += 1;
+        // A unique 40-hex value; the floor does not need randomness.
+        let value = format!("{}{:024x}", self.tag, self.n);
+        floor_op(&mut self.conns, &self.script, &self.key, &value).await
+    }
+}
+
 /// Runs `conc` tasks of the floor (`ql` false) or quorumlock for the warm-up plus
 /// `window`; each task loops on its own key. Only operations started after the warm-up
 /// and before the end of the window are recorded.
@@ -254,24 +294,16 @@ async fn run(env: &Env, ql: bool, conc: usize, run_id: usize, window: Duration) 
     });
     let script = redis::Script::new(RELEASE_LUA);
     let tasks = (0..conc).map(|task| {
-        let (mut conns, client) = (env.conns.clone(), env.client.clone());
-        let (opts, script) = (env.opts.clone(), script.clone());
         let key = format!("bench:{run_id}:{task}");
+        let mut worker = Worker::new(env, &script, key, format!("{run_id:08x}{task:08x}"));
         tokio::spawn(async move {
-            let (mut lat, mut errors, mut i) = (Vec::with_capacity(1 << 14), 0, 0u64);
+            let (mut lat, mut errors) = (Vec::with_capacity(1 << 14), 0);
             loop {
                 let t0 = MonoTime::now();
                 if t0 >= end {
                     break (lat, errors);
                 }
-                let ok = if ql {
-                    quorumlock_op(&client, &opts, &key).await
-                } else {
-                    i += 1;
-                    // A unique 40-hex value; the floor does not need randomness.
-                    let value = format!("{run_id:08x}{task:08x}{i:024x}");
-                    floor_op(&mut conns, &script, &key, &value).await
-                };
+                let ok = worker.op(ql).await;
                 let us = u64::try_from((MonoTime::now() - t0).as_micros()).unwrap_or(u64::MAX);
                 match (t0 >= warm_end, ok) {
                     (true, true) => lat.push(us),
@@ -463,19 +495,13 @@ async fn count(which: usize, cycles: u64, conc: usize, urls: &[String]) -> Resul
     let env = connect(urls, Persist::None).await?;
     let script = redis::Script::new(RELEASE_LUA);
     let share = cycles.div_ceil(conc as u64);
+    let pid = std::process::id();
     let tasks = (0..conc).map(|task| {
-        let (mut conns, client) = (env.conns.clone(), env.client.clone());
-        let (opts, script) = (env.opts.clone(), script.clone());
-        let key = format!("bench:count:{}:{task}", std::process::id());
+        let key = format!("bench:count:{pid}:{task}");
+        let mut worker = Worker::new(&env, &script, key, format!("{pid:08x}{task:08x}"));
         tokio::spawn(async move {
             for i in 0..20 + share {
-                let ok = if which == 1 {
-                    quorumlock_op(&client, &opts, &key).await
-                } else {
-                    let value = format!("{:016x}{task:08x}{i:016x}", std::process::id());
-                    floor_op(&mut conns, &script, &key, &value).await
-                };
-                if !ok {
+                if !worker.op(which == 1).await {
                     return Err(format!("cycle {i} of {} failed", IMPLS[which]));
                 }
             }
