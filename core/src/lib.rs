@@ -38,6 +38,7 @@ pub mod fuzzing;
 mod lock;
 mod metrics;
 mod node;
+mod pending;
 mod quorum;
 pub mod runtime;
 mod value;

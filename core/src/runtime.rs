@@ -8,6 +8,8 @@ use tokio::runtime::{Builder, Handle, Runtime};
 
 use crate::error::{Error, Result};
 
+pub use crate::pending::{Pending, SPIN, TaskGone};
+
 static RUNTIME: Mutex<Option<(u32, Runtime)>> = Mutex::new(None);
 
 /// A handle to the process-wide runtime, creating it (again, after `fork()`) when needed.
@@ -33,6 +35,7 @@ pub fn handle() -> Result<Handle> {
         // Inherited from the parent across fork(): its threads are gone in this process, so
         // dropping it would wait for them forever. Leak it instead.
         std::mem::forget(inherited);
+        crate::pending::after_fork();
     }
     Ok(handle)
 }

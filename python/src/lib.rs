@@ -17,10 +17,10 @@ mod warning;
 use pyo3::prelude::*;
 
 /// Rebuilds the shared runtime in a child process right after `fork()` (registered with
-/// `os.register_at_fork`); every call also checks the process id.
+/// `os.register_at_fork`; that also clears the engine's polling slot); every call also
+/// checks the process id.
 #[pyfunction]
 fn after_fork_in_child() -> PyResult<()> {
-    wait::after_fork();
     runtime::handle().map(|_| ())
 }
 

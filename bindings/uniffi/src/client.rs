@@ -153,6 +153,13 @@ pub struct Client {
     inner: quorumlock::Client,
 }
 
+impl Client {
+    /// The engine's client.
+    pub(crate) fn engine(&self) -> &quorumlock::Client {
+        &self.inner
+    }
+}
+
 #[uniffi::export]
 impl Client {
     /// Number of configured nodes N.

@@ -4,7 +4,8 @@
 //! Thin by rule (ARCHITECTURE.md §5): every item converts types and errors and hands the
 //! work to the engine; no lock logic lives here. Engine work runs on quorumlock's shared
 //! runtime ([`quorumlock::runtime::handle`]); the futures uniffi polls only await that work,
-//! so they are safe to poll from any foreign executor (Kotlin coroutines here). A future
+//! so they are safe to poll from any foreign executor (Kotlin coroutines here); the blocking
+//! calls (`Client::start_acquire`, `Lock::release_blocking`, ...) wait for that work on the calling thread instead. A future
 //! dropped by its caller (a cancelled coroutine) cancels an acquisition in flight through
 //! a [`quorumlock::CancelToken`]; the engine then releases what the attempt wrote.
 //!
@@ -16,12 +17,14 @@
 // built only on the error path, so its size costs nothing.
 #![allow(clippy::result_large_err)]
 
+mod blocking;
 mod client;
 mod config;
 mod error;
 mod lock;
 mod metrics;
 
+pub use blocking::{PendingLock, Started};
 pub use client::{
     CancelHandle, Client, Holding, Inspection, WarningEvent, WarningListener, connect,
 };

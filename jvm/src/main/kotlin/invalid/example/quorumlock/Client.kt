@@ -235,6 +235,7 @@ class Client internal constructor(private val native: invalid.example.quorumlock
      */
     internal fun acquireBlocking(names: List<String>, config: LockConfig, interruptible: Boolean): Lease {
         if (interruptible && Thread.interrupted()) throw InterruptedException()
+        if (Native.mayBlockNatively()) return acquireNatively(names, config, interruptible)
         val cancel = CancelHandle()
         val started = startAcquire(names, config, cancel)
         var interrupted = false
@@ -255,6 +256,43 @@ class Client internal constructor(private val native: invalid.example.quorumlock
                 }
             }
         } finally {
+            if (interrupted) Thread.currentThread().interrupt()
+        }
+    }
+
+    /**
+     * [acquireBlocking] on a platform thread: the calling thread waits in native code, in
+     * slices of [Native.SLICE] between which it looks at its interrupt. An acquisition decided
+     * within the first call's brief poll costs one FFI call.
+     */
+    private fun acquireNatively(names: List<String>, config: LockConfig, interruptible: Boolean): Lease {
+        val started = Native.call { native.startAcquire(names, config) }
+        started.lock?.let { return Lease(it) }
+        val pending = started.pending ?: throw IllegalStateException("the native library returned neither a lock nor an acquisition")
+        var interrupted = false
+        try {
+            while (true) {
+                Native.call { pending.waitOutcome(Native.SLICE) }?.let { return Lease(it) }
+                if (!Thread.interrupted()) continue
+                if (!interruptible) {
+                    interrupted = true
+                    continue
+                }
+                pending.cancel()
+                // The engine answers soon (its cleanup is bounded by the node timeout); a
+                // success that won the race is given back.
+                while (true) {
+                    val won = try {
+                        pending.waitOutcome(Native.SLICE) ?: continue
+                    } catch (_: Exception) {
+                        null // the cancellation or the acquisition's error
+                    }
+                    won?.let { Lease(it).releaseAsync() }
+                    throw InterruptedException()
+                }
+            }
+        } finally {
+            pending.close()
             if (interrupted) Thread.currentThread().interrupt()
         }
     }

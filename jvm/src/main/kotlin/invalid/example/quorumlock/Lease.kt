@@ -2,6 +2,7 @@ package invalid.example.quorumlock
 
 import invalid.example.quorumlock.ffi.LostEvent
 import invalid.example.quorumlock.ffi.LostListener
+import invalid.example.quorumlock.ffi.ReleaseOutcome
 import kotlinx.coroutines.future.await
 import kotlinx.coroutines.future.future
 import java.time.Duration
@@ -86,8 +87,10 @@ class Lease internal constructor(private val native: invalid.example.quorumlock.
     }
 
     /** The loss if the lock is lost now (a lease past its end included), else `null`. */
-    fun lostException(): LockLostException? =
-        native.lost()?.let { QuorumLockException.of(it.error as invalid.example.quorumlock.ffi.NativeException.Failed) as LockLostException }
+    fun lostException(): LockLostException? = native.lost()?.let(::lostOf)
+
+    private fun lostOf(event: LostEvent): LockLostException =
+        QuorumLockException.of(event.error as invalid.example.quorumlock.ffi.NativeException.Failed) as LockLostException
 
     /**
      * Extends the lease to [leaseTime] from now on a quorum of nodes. An expired lease is
@@ -99,7 +102,7 @@ class Lease internal constructor(private val native: invalid.example.quorumlock.
      */
     fun extend(leaseTime: Duration?) {
         val d = Native.duration("leaseTime", leaseTime)
-        join(Native.scope.future { native.extend(d) })
+        if (Native.mayBlockNatively()) Native.call { native.extendBlocking(d) } else join(Native.scope.future { native.extend(d) })
     }
 
     /** [extend] without blocking. */
@@ -122,7 +125,27 @@ class Lease internal constructor(private val native: invalid.example.quorumlock.
      * [RLock.unlock], which throws then). Never interrupted: an interrupt during the release
      * is kept for the caller.
      */
-    fun release(): ReleaseReport = join(releaseAsync())
+    fun release(): ReleaseReport = releaseOutcome().let { ReleaseReport(it.heldByQuorum, NodeReport.of(it.nodes)) }
+
+    /**
+     * [release], and the loss the engine had seen when it began (what [lostException] would
+     * have returned just before), for [RLock.unlock].
+     */
+    internal fun releaseNotingLoss(): LockLostException? {
+        if (!Native.mayBlockNatively()) return releaseOutcome().lostBefore?.let(::lostOf)
+        markReleased()
+        return try {
+            Native.call { native.unlockBlocking() }
+            null
+        } catch (e: LockLostException) {
+            e
+        }
+    }
+
+    private fun releaseOutcome(): ReleaseOutcome {
+        markReleased()
+        return if (Native.mayBlockNatively()) Native.call { native.releaseBlocking() } else join(Native.scope.future { native.release() })
+    }
 
     /** [release] without blocking. */
     fun releaseAsync(): CompletableFuture<ReleaseReport> {
@@ -143,9 +166,10 @@ class Lease internal constructor(private val native: invalid.example.quorumlock.
     }
 
     private fun markReleased() {
-        if (released.compareAndSet(false, true)) {
-            ForkJoinPool.commonPool().execute { lostFuture.completeExceptionally(CancellationException("the lease was released")) }
-        }
+        if (!released.compareAndSet(false, true)) return
+        val done = CancellationException("the lease was released")
+        // Nobody asked for lost() yet: no dependent action can run here, so no hop to the pool.
+        if (watching.get()) ForkJoinPool.commonPool().execute { lostFuture.completeExceptionally(done) } else lostFuture.completeExceptionally(done)
     }
 
     override fun toString(): String = "Lease(resources=${resources()}, remaining=${remaining()})"

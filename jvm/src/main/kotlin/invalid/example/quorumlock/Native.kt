@@ -8,6 +8,9 @@ import kotlinx.coroutines.CoroutineName
 import kotlinx.coroutines.CoroutineScope
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.SupervisorJob
+import java.lang.invoke.MethodHandle
+import java.lang.invoke.MethodHandles
+import java.lang.invoke.MethodType
 import java.time.Duration
 import java.util.concurrent.CompletionException
 import java.util.concurrent.ExecutionException
@@ -23,6 +26,26 @@ internal object Native {
     val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default + CoroutineName("quorumlock"))
 
     private val kinds: Map<String, ErrorKindInfo> by lazy { errorKinds().associateBy { it.name } }
+
+    /**
+     * How long a blocking call waits in native code before it looks at the thread's
+     * interrupt again.
+     */
+    val SLICE: Duration = Duration.ofMillis(10)
+
+    /** `Thread.isVirtual` on JDK 21+, absent on 17. */
+    private val isVirtual: MethodHandle? = try {
+        MethodHandles.publicLookup().findVirtual(Thread::class.java, "isVirtual", MethodType.methodType(Boolean::class.javaPrimitiveType))
+    } catch (_: ReflectiveOperationException) {
+        null
+    }
+
+    /**
+     * Whether a blocking call may wait in native code on this thread: a platform thread may
+     * (two thread hand-offs per call); a virtual thread would pin its carrier while it
+     * waits, so it waits on a future instead, which unmounts it.
+     */
+    fun mayBlockNatively(): Boolean = isVirtual?.invokeWithArguments(Thread.currentThread()) != true
 
     /** The engine's code and number for [name] (`QL_INVALID`, ...). */
     fun kind(name: String): ErrorKindInfo =

@@ -124,10 +124,7 @@ class RLock internal constructor(
      *   at an extension cap); what was left is released
      */
     override fun unlock() {
-        val lease = take()
-        val lost = lease.lostException()
-        lease.release()
-        if (lost != null) throw lost
+        take().releaseNotingLoss()?.let { throw it }
     }
 
     /** Not supported: a distributed lock has no condition variables. */
@@ -139,9 +136,7 @@ class RLock internal constructor(
         if (held.get() != null) {
             val lease = held.getAndSet(null) ?: return // another thread unlocked in between
             holderThread = null
-            val lost = lease.lostException()
-            lease.release()
-            if (lost != null) throw lost
+            lease.releaseNotingLoss()?.let { throw it }
         }
     }
 

@@ -740,9 +740,15 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_quorumlock_uniffi_checksum_func_latency_bounds_us(
     ): Int
+    external fun uniffi_quorumlock_uniffi_checksum_method_pendinglock_cancel(
+    ): Int
+    external fun uniffi_quorumlock_uniffi_checksum_method_pendinglock_wait_outcome(
+    ): Int
     external fun uniffi_quorumlock_uniffi_checksum_method_cancelhandle_cancel(
     ): Int
     external fun uniffi_quorumlock_uniffi_checksum_method_cancelhandle_is_cancelled(
+    ): Int
+    external fun uniffi_quorumlock_uniffi_checksum_method_client_start_acquire(
     ): Int
     external fun uniffi_quorumlock_uniffi_checksum_method_client_acquire(
     ): Int
@@ -767,6 +773,12 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_quorumlock_uniffi_checksum_method_client_release_value(
     ): Int
     external fun uniffi_quorumlock_uniffi_checksum_method_warninglistener_on_warning(
+    ): Int
+    external fun uniffi_quorumlock_uniffi_checksum_method_lock_extend_blocking(
+    ): Int
+    external fun uniffi_quorumlock_uniffi_checksum_method_lock_release_blocking(
+    ): Int
+    external fun uniffi_quorumlock_uniffi_checksum_method_lock_unlock_blocking(
     ): Int
     external fun uniffi_quorumlock_uniffi_checksum_method_lock_attempt_reports(
     ): Int
@@ -830,6 +842,14 @@ internal object UniffiLib {
     }
 
     internal fun ensureInitialized() = Unit
+    external fun uniffi_quorumlock_uniffi_fn_clone_pendinglock(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_quorumlock_uniffi_fn_free_pendinglock(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_quorumlock_uniffi_fn_method_pendinglock_cancel(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_quorumlock_uniffi_fn_method_pendinglock_wait_outcome(`ptr`: Long,`slice`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_quorumlock_uniffi_fn_clone_cancelhandle(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_quorumlock_uniffi_fn_free_cancelhandle(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -844,6 +864,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_quorumlock_uniffi_fn_free_client(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
+    external fun uniffi_quorumlock_uniffi_fn_method_client_start_acquire(`ptr`: Long,`resources`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_quorumlock_uniffi_fn_method_client_acquire(`ptr`: Long,`resources`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_quorumlock_uniffi_fn_method_client_addresses(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -877,6 +899,12 @@ internal object UniffiLib {
     external fun uniffi_quorumlock_uniffi_fn_clone_lock(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_quorumlock_uniffi_fn_free_lock(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_quorumlock_uniffi_fn_method_lock_extend_blocking(`ptr`: Long,`ttl`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_quorumlock_uniffi_fn_method_lock_release_blocking(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_quorumlock_uniffi_fn_method_lock_unlock_blocking(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_quorumlock_uniffi_fn_method_lock_attempt_reports(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -1076,10 +1104,19 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_quorumlock_uniffi_checksum_func_latency_bounds_us() and 0xFFFF) != 26873) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_quorumlock_uniffi_checksum_method_pendinglock_cancel() and 0xFFFF) != 64545) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_quorumlock_uniffi_checksum_method_pendinglock_wait_outcome() and 0xFFFF) != 55268) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_quorumlock_uniffi_checksum_method_cancelhandle_cancel() and 0xFFFF) != 26227) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_quorumlock_uniffi_checksum_method_cancelhandle_is_cancelled() and 0xFFFF) != 4396) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_quorumlock_uniffi_checksum_method_client_start_acquire() and 0xFFFF) != 64942) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_quorumlock_uniffi_checksum_method_client_acquire() and 0xFFFF) != 60518) {
@@ -1116,6 +1153,15 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_quorumlock_uniffi_checksum_method_warninglistener_on_warning() and 0xFFFF) != 64218) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_quorumlock_uniffi_checksum_method_lock_extend_blocking() and 0xFFFF) != 6239) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_quorumlock_uniffi_checksum_method_lock_release_blocking() and 0xFFFF) != 4583) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_quorumlock_uniffi_checksum_method_lock_unlock_blocking() and 0xFFFF) != 21428) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_quorumlock_uniffi_checksum_method_lock_attempt_reports() and 0xFFFF) != 42056) {
@@ -2021,6 +2067,16 @@ public object FfiConverterTypeCancelHandle: FfiConverter<CancelHandle, Long> {
 public interface ClientInterface {
     
     /**
+     * Starts an acquisition as [`Client::acquire`] does, and polls for its outcome for up to
+     * 500 µs when the process allows it (one polling thread at a time, more than one CPU).
+     *
+     * # Errors
+     * The acquisition's error when it failed within the call (`QL_INVALID`, `QL_BUSY`,
+     * `QL_QUORUM`, `QL_VALIDITY`), `QL_INVALID` when the engine's runtime cannot start.
+     */
+    fun `startAcquire`(`resources`: List<kotlin.String>, `options`: LockConfig): Started
+    
+    /**
      * Acquires a lock on `resources` (all or nothing) with the client's defaults changed
      * by `options`. Dropping the returned future, or cancelling `cancel`, cancels the
      * acquisition; its keys are released on every node.
@@ -2198,6 +2254,30 @@ open class Client: Disposable, AutoCloseable, ClientInterface
             UniffiLib.uniffi_quorumlock_uniffi_fn_clone_client(handle, status)
         }
     }
+
+    
+    /**
+     * Starts an acquisition as [`Client::acquire`] does, and polls for its outcome for up to
+     * 500 µs when the process allows it (one polling thread at a time, more than one CPU).
+     *
+     * # Errors
+     * The acquisition's error when it failed within the call (`QL_INVALID`, `QL_BUSY`,
+     * `QL_QUORUM`, `QL_VALIDITY`), `QL_INVALID` when the engine's runtime cannot start.
+     */
+    @Throws(NativeException::class)override fun `startAcquire`(`resources`: List<kotlin.String>, `options`: LockConfig): Started {
+            return FfiConverterTypeStarted.lift(
+    callWithHandle {
+    uniffiRustCallWithError(NativeException) { _status ->
+    UniffiLib.uniffi_quorumlock_uniffi_fn_method_client_start_acquire(
+        it,
+        
+        FfiConverterSequenceString.lower(`resources`),
+        FfiConverterTypeLockConfig.lower(`options`),_status)
+}
+    }
+    )
+    }
+    
 
     
     /**
@@ -2572,6 +2652,35 @@ public object FfiConverterTypeClient: FfiConverter<Client, Long> {
 public interface LockInterface {
     
     /**
+     * [`Lock::extend`], blocking the calling thread until a quorum answered or the round
+     * timed out (never interrupted).
+     *
+     * # Errors
+     * As [`Lock::extend`]; `QL_INTERNAL` when the engine task ended without an output.
+     */
+    fun `extendBlocking`(`ttl`: java.time.Duration)
+    
+    /**
+     * [`Lock::release`], blocking the calling thread until every node answered or timed out
+     * (bounded by the node timeout; never interrupted).
+     *
+     * # Errors
+     * As [`Lock::release`]; `QL_INTERNAL` when the engine task ended without an output.
+     */
+    fun `releaseBlocking`(): ReleaseOutcome
+    
+    /**
+     * [`release_blocking`](Self::release_blocking) for `RLock.unlock`, which needs no report:
+     * nothing to copy back.
+     *
+     * # Errors
+     * `QL_LOST` when the engine had seen the lock lost when the release began (expired,
+     * taken, or stopped at an extension cap; the release still ran); otherwise as
+     * [`release_blocking`](Self::release_blocking).
+     */
+    fun `unlockBlocking`()
+    
+    /**
      * The per-node reports of the failed attempts before the successful one.
      */
     fun `attemptReports`(): List<List<NodeReport>>
@@ -2784,6 +2893,70 @@ open class Lock: Disposable, AutoCloseable, LockInterface
             UniffiLib.uniffi_quorumlock_uniffi_fn_clone_lock(handle, status)
         }
     }
+
+    
+    /**
+     * [`Lock::extend`], blocking the calling thread until a quorum answered or the round
+     * timed out (never interrupted).
+     *
+     * # Errors
+     * As [`Lock::extend`]; `QL_INTERNAL` when the engine task ended without an output.
+     */
+    @Throws(NativeException::class)override fun `extendBlocking`(`ttl`: java.time.Duration)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(NativeException) { _status ->
+    UniffiLib.uniffi_quorumlock_uniffi_fn_method_lock_extend_blocking(
+        it,
+        
+        FfiConverterDuration.lower(`ttl`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * [`Lock::release`], blocking the calling thread until every node answered or timed out
+     * (bounded by the node timeout; never interrupted).
+     *
+     * # Errors
+     * As [`Lock::release`]; `QL_INTERNAL` when the engine task ended without an output.
+     */
+    @Throws(NativeException::class)override fun `releaseBlocking`(): ReleaseOutcome {
+            return FfiConverterTypeReleaseOutcome.lift(
+    callWithHandle {
+    uniffiRustCallWithError(NativeException) { _status ->
+    UniffiLib.uniffi_quorumlock_uniffi_fn_method_lock_release_blocking(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * [`release_blocking`](Self::release_blocking) for `RLock.unlock`, which needs no report:
+     * nothing to copy back.
+     *
+     * # Errors
+     * `QL_LOST` when the engine had seen the lock lost when the release began (expired,
+     * taken, or stopped at an extension cap; the release still ran); otherwise as
+     * [`release_blocking`](Self::release_blocking).
+     */
+    @Throws(NativeException::class)override fun `unlockBlocking`()
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(NativeException) { _status ->
+    UniffiLib.uniffi_quorumlock_uniffi_fn_method_lock_unlock_blocking(
+        it,
+        _status)
+}
+    }
+    
+    
 
     
     /**
@@ -3468,6 +3641,317 @@ public object FfiConverterTypeLostListener: FfiConverter<LostListener, Long> {
     override fun allocationSize(value: LostListener) = 8UL
 
     override fun write(value: LostListener, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * An acquisition started by [`Client::start_acquire`] and not decided within that call,
+ * waited for in slices so that the waiting thread can look at its interrupts in between.
+ * Freeing it while the acquisition runs does not stop it ([`cancel`](Self::cancel) does): a
+ * lock won then is released in the background.
+ */
+public interface PendingLockInterface {
+    
+    /**
+     * Cancels the acquisition: the attempt in flight is abandoned and its keys are released
+     * on every node; [`wait_outcome`](Self::wait_outcome) then returns `QL_CANCELLED`, or a
+     * success that came first. Never blocks.
+     */
+    fun `cancel`()
+    
+    /**
+     * Sleeps up to `slice` for the acquisition's outcome: the lock, or `None` while it still
+     * runs.
+     *
+     * # Errors
+     * The acquisition's error (`QL_BUSY`, `QL_QUORUM`, `QL_VALIDITY`, `QL_CANCELLED`, ...);
+     * `QL_INVALID` when the outcome was taken already; `QL_INTERNAL` when the engine task
+     * ended without one.
+     */
+    fun `waitOutcome`(`slice`: java.time.Duration): Lock?
+    
+    companion object
+}
+
+/**
+ * An acquisition started by [`Client::start_acquire`] and not decided within that call,
+ * waited for in slices so that the waiting thread can look at its interrupts in between.
+ * Freeing it while the acquisition runs does not stop it ([`cancel`](Self::cancel) does): a
+ * lock won then is released in the background.
+ */
+open class PendingLock: Disposable, AutoCloseable, PendingLockInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_quorumlock_uniffi_fn_free_pendinglock(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_quorumlock_uniffi_fn_clone_pendinglock(handle, status)
+        }
+    }
+
+    
+    /**
+     * Cancels the acquisition: the attempt in flight is abandoned and its keys are released
+     * on every node; [`wait_outcome`](Self::wait_outcome) then returns `QL_CANCELLED`, or a
+     * success that came first. Never blocks.
+     */override fun `cancel`()
+        = 
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_quorumlock_uniffi_fn_method_pendinglock_cancel(
+        it,
+        _status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Sleeps up to `slice` for the acquisition's outcome: the lock, or `None` while it still
+     * runs.
+     *
+     * # Errors
+     * The acquisition's error (`QL_BUSY`, `QL_QUORUM`, `QL_VALIDITY`, `QL_CANCELLED`, ...);
+     * `QL_INVALID` when the outcome was taken already; `QL_INTERNAL` when the engine task
+     * ended without one.
+     */
+    @Throws(NativeException::class)override fun `waitOutcome`(`slice`: java.time.Duration): Lock? {
+            return FfiConverterOptionalTypeLock.lift(
+    callWithHandle {
+    uniffiRustCallWithError(NativeException) { _status ->
+    UniffiLib.uniffi_quorumlock_uniffi_fn_method_pendinglock_wait_outcome(
+        it,
+        
+        FfiConverterDuration.lower(`slice`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePendingLock: FfiConverter<PendingLock, Long> {
+    override fun lower(value: PendingLock): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): PendingLock {
+        return PendingLock(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): PendingLock {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: PendingLock) = 8UL
+
+    override fun write(value: PendingLock, buf: ByteBuffer) {
         buf.putLong(lower(value))
     }
 }
@@ -4746,6 +5230,12 @@ data class ReleaseOutcome (
      * One entry per node: `Released`, `NotHeld`, `HeldByOther`, or a node error.
      */
     var `nodes`: List<NodeReport>
+    , 
+    /**
+     * The loss the engine had seen when the release began (the lock expired, was taken, or
+     * stopped at an extension cap), as [`Lock::lost`] returned it then.
+     */
+    var `lostBefore`: LostEvent?
     
 ){
     
@@ -4764,17 +5254,77 @@ public object FfiConverterTypeReleaseOutcome: FfiConverterRustBuffer<ReleaseOutc
         return ReleaseOutcome(
             FfiConverterBoolean.read(buf),
             FfiConverterSequenceTypeNodeReport.read(buf),
+            FfiConverterOptionalTypeLostEvent.read(buf),
         )
     }
 
     override fun allocationSize(value: ReleaseOutcome) = (
             FfiConverterBoolean.allocationSize(value.`heldByQuorum`) +
-            FfiConverterSequenceTypeNodeReport.allocationSize(value.`nodes`)
+            FfiConverterSequenceTypeNodeReport.allocationSize(value.`nodes`) +
+            FfiConverterOptionalTypeLostEvent.allocationSize(value.`lostBefore`)
     )
 
     override fun write(value: ReleaseOutcome, buf: ByteBuffer) {
             FfiConverterBoolean.write(value.`heldByQuorum`, buf)
             FfiConverterSequenceTypeNodeReport.write(value.`nodes`, buf)
+            FfiConverterOptionalTypeLostEvent.write(value.`lostBefore`, buf)
+    }
+}
+
+
+
+/**
+ * What [`Client::start_acquire`] returns: the lock when the acquisition was decided while
+ * the call polled for it, or the acquisition still running.
+ */
+data class Started (
+    /**
+     * The lock, when the acquisition succeeded within the call.
+     */
+    var `lock`: Lock?
+    , 
+    /**
+     * The acquisition still running, when `lock` is `None`.
+     */
+    var `pending`: PendingLock?
+    
+): Disposable{
+    
+
+    
+
+    
+    @Suppress("UNNECESSARY_SAFE_CALL") // codegen is much simpler if we unconditionally emit safe calls here
+    override fun destroy() {
+        
+    Disposable.destroy(
+        this.`lock`,
+        this.`pending`
+    )
+    }
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeStarted: FfiConverterRustBuffer<Started> {
+    override fun read(buf: ByteBuffer): Started {
+        return Started(
+            FfiConverterOptionalTypeLock.read(buf),
+            FfiConverterOptionalTypePendingLock.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: Started) = (
+            FfiConverterOptionalTypeLock.allocationSize(value.`lock`) +
+            FfiConverterOptionalTypePendingLock.allocationSize(value.`pending`)
+    )
+
+    override fun write(value: Started, buf: ByteBuffer) {
+            FfiConverterOptionalTypeLock.write(value.`lock`, buf)
+            FfiConverterOptionalTypePendingLock.write(value.`pending`, buf)
     }
 }
 
@@ -5316,6 +5866,70 @@ public object FfiConverterOptionalTypeCancelHandle: FfiConverterRustBuffer<Cance
         } else {
             buf.put(1)
             FfiConverterTypeCancelHandle.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeLock: FfiConverterRustBuffer<Lock?> {
+    override fun read(buf: ByteBuffer): Lock? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeLock.read(buf)
+    }
+
+    override fun allocationSize(value: Lock?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeLock.allocationSize(value)
+        }
+    }
+
+    override fun write(value: Lock?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeLock.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypePendingLock: FfiConverterRustBuffer<PendingLock?> {
+    override fun read(buf: ByteBuffer): PendingLock? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypePendingLock.read(buf)
+    }
+
+    override fun allocationSize(value: PendingLock?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypePendingLock.allocationSize(value)
+        }
+    }
+
+    override fun write(value: PendingLock?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypePendingLock.write(value, buf)
         }
     }
 }

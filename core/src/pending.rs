@@ -1,0 +1,163 @@
+//! Engine work started by a blocking caller outside the runtime (a thread of a binding's host
+//! language) and the wait for its output on that thread.
+//!
+//! The work runs as a task on the shared runtime ([`crate::runtime::handle`]), next to the
+//! connections' tasks: as in Rust, the replies are handled on the runtime's workers and the
+//! caller is woken once, with the output. The caller waits in slices ([`Pending::wait`]), so
+//! that between two slices it can look at its own language's interrupts (Python's signals,
+//! Java's `Thread.interrupt`). A call (not a pure wait) may first poll for the output for up
+//! to [`SPIN`] ([`Pending::poll_briefly`]): waking a sleeping thread goes through the kernel,
+//! which on a virtual machine whose idle CPUs halt costs tens of µs per call.
+
+use std::future::Future;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use tokio::task::AbortHandle;
+
+use crate::clock::MonoTime;
+use crate::error::Result;
+
+/// How long one waiting caller polls for the output, yielding its CPU between polls, before
+/// it sleeps on the channel.
+pub const SPIN: Duration = Duration::from_micros(500);
+/// Calls that sleep at once after a poll that ran out its [`SPIN`] without the output: on a
+/// loaded machine, for slow nodes or a wait for a held lock, polling would only take CPU from
+/// others.
+const SPIN_BACKOFF: u32 = 32;
+/// Whether a caller is polling now: one at a time, so that many waiting threads of a process
+/// never compete with the engine and the nodes for the CPUs.
+static SPINNING: AtomicBool = AtomicBool::new(false);
+/// Calls left before the next poll is tried (see [`SPIN_BACKOFF`]).
+static SKIP: AtomicU32 = AtomicU32::new(0);
+/// Whether the process may use more than one CPU; with one, polling would only delay the
+/// engine's own threads.
+static MULTI_CPU: OnceLock<bool> = OnceLock::new();
+
+/// Clears the polling slot and its backoff in a child process after `fork()` (a thread of
+/// the parent may have held the slot); called when the runtime is created anew there.
+pub(crate) fn after_fork() {
+    SPINNING.store(false, Ordering::Release);
+    SKIP.store(0, Ordering::Relaxed);
+}
+
+/// The engine task ended without an output: it panicked, or the runtime is shutting down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskGone;
+
+impl std::fmt::Display for TaskGone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "a quorumlock engine task ended without a result (a panic, or the runtime is shutting down)",
+        )
+    }
+}
+
+impl std::error::Error for TaskGone {}
+
+/// Engine work running on the shared runtime, whose output a thread outside the runtime
+/// waits for. Dropping it stops nobody: the work finishes in the background and its output
+/// is dropped there (a lock won after its caller gave up is then released by its drop).
+#[derive(Debug)]
+pub struct Pending<T> {
+    rx: mpsc::Receiver<T>,
+    task: AbortHandle,
+}
+
+impl<T: Send + 'static> Pending<T> {
+    /// Starts `work` as a task on the shared runtime.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when the runtime cannot start.
+    pub fn spawn<F>(work: F) -> Result<Pending<T>>
+    where
+        F: Future<Output = T> + Send + 'static,
+    {
+        let handle = crate::runtime::handle()?;
+        let (tx, rx) = mpsc::sync_channel(1);
+        let task = handle.spawn(async move {
+            // A receiver that stopped waiting drops the output here.
+            let _ = tx.send(work.await);
+        });
+        Ok(Pending {
+            rx,
+            task: task.abort_handle(),
+        })
+    }
+
+    /// The output if it arrives within [`SPIN`], polling for it when this caller may: none
+    /// is polling, no backoff is running, more than [`SPIN`] is left before `deadline`, and
+    /// the process has more than one CPU. `None` at once otherwise; then [`wait`](Self::wait).
+    pub fn poll_briefly(&self, deadline: Option<MonoTime>) -> Option<T> {
+        let until = MonoTime::now() + SPIN;
+        if deadline.is_some_and(|d| d < until)
+            || !*MULTI_CPU
+                .get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
+            || SKIP
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| s.checked_sub(1))
+                .is_ok()
+            || SPINNING
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+        {
+            return None;
+        }
+        let _slot = Slot;
+        loop {
+            match self.rx.try_recv() {
+                Ok(v) => return Some(v),
+                Err(mpsc::TryRecvError::Empty) if MonoTime::now() < until => {
+                    std::thread::yield_now();
+                }
+                Err(mpsc::TryRecvError::Empty) => {
+                    SKIP.store(SPIN_BACKOFF, Ordering::Relaxed);
+                    return None;
+                }
+                Err(mpsc::TryRecvError::Disconnected) => return None,
+            }
+        }
+    }
+
+    /// Sleeps up to `slice` for the output; `Ok(None)` when the slice passed first.
+    ///
+    /// # Errors
+    /// [`TaskGone`] when the task ended without an output.
+    pub fn wait(&self, slice: Duration) -> std::result::Result<Option<T>, TaskGone> {
+        match self.rx.recv_timeout(slice) {
+            Ok(v) => Ok(Some(v)),
+            Err(mpsc::RecvTimeoutError::Timeout) => Ok(None),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(TaskGone),
+        }
+    }
+
+    /// The output, polling first as [`poll_briefly`](Self::poll_briefly) allows, then
+    /// sleeping until it comes: for work that is bounded by itself (a release, an extension)
+    /// and is never interrupted.
+    ///
+    /// # Errors
+    /// [`TaskGone`] when the task ended without an output.
+    pub fn join(self) -> std::result::Result<T, TaskGone> {
+        match self.poll_briefly(None) {
+            Some(v) => Ok(v),
+            None => self.rx.recv().map_err(|_| TaskGone),
+        }
+    }
+
+    /// Stops the work at its next await point (for work that owns nothing, such as a wait
+    /// for a lock's loss; cancel an acquisition through its [`crate::CancelToken`] instead,
+    /// so that it cleans up).
+    pub fn abort(&self) {
+        self.task.abort();
+    }
+}
+
+/// Frees the polling slot when the poll ends, however it ends.
+struct Slot;
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        SPINNING.store(false, Ordering::Release);
+    }
+}
