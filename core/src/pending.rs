@@ -161,3 +161,76 @@ impl Drop for Slot {
         SPINNING.store(false, Ordering::Release);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The polling slot and the backoff are process-wide: one test at a time.
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    #[test]
+    fn the_output_comes_through_wait_and_join() {
+        let _serial = serial();
+        let p = Pending::spawn(async {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            7
+        })
+        .expect("runtime");
+        assert_eq!(p.wait(Duration::from_millis(1)), Ok(None), "not there yet");
+        assert_eq!(p.wait(Duration::from_secs(5)), Ok(Some(7)));
+        let q = Pending::spawn(async { 8 }).expect("runtime");
+        assert_eq!(q.join(), Ok(8));
+    }
+
+    #[test]
+    fn a_task_that_ends_without_output_is_gone() {
+        let _serial = serial();
+        let p = Pending::<u8>::spawn(std::future::pending()).expect("runtime");
+        p.abort();
+        assert_eq!(p.wait(Duration::from_secs(5)), Err(TaskGone));
+        #[allow(clippy::panic)]
+        let q = Pending::<u8>::spawn(async { panic!("engine bug") }).expect("runtime");
+        assert_eq!(q.join(), Err(TaskGone));
+    }
+
+    #[test]
+    fn one_caller_polls_at_a_time_and_a_late_poll_backs_off() {
+        let _serial = serial();
+        let slow = || {
+            Pending::spawn(async {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            })
+            .expect("runtime")
+        };
+        // The slot is taken: the poll returns at once.
+        SPINNING.store(true, Ordering::Release);
+        let t0 = MonoTime::now();
+        assert!(slow().poll_briefly(None).is_none());
+        assert!(MonoTime::now() - t0 < SPIN);
+        SPINNING.store(false, Ordering::Release);
+        // Less than SPIN before the deadline: no poll either.
+        assert!(slow().poll_briefly(Some(MonoTime::now())).is_none());
+        if std::thread::available_parallelism().is_ok_and(|n| n.get() > 1) {
+            // A poll that runs out its SPIN makes the next calls sleep at once.
+            SKIP.store(0, Ordering::Relaxed);
+            let t0 = MonoTime::now();
+            assert!(slow().poll_briefly(None).is_none());
+            assert!(MonoTime::now() - t0 >= SPIN, "it polled");
+            assert_eq!(SKIP.load(Ordering::Relaxed), SPIN_BACKOFF);
+            let fast = Pending::spawn(async { 1 }).expect("runtime");
+            std::thread::sleep(Duration::from_millis(20));
+            assert!(fast.poll_briefly(None).is_none(), "backing off: no poll");
+            assert_eq!(fast.wait(Duration::from_secs(1)), Ok(Some(1)));
+            // after_fork clears the backoff and the slot.
+            SPINNING.store(true, Ordering::Release);
+            after_fork();
+            let ready = Pending::spawn(async { 2 }).expect("runtime");
+            assert_eq!(ready.poll_briefly(None), Some(2));
+        }
+    }
+}
