@@ -12,7 +12,8 @@
 //! one `EXISTS` round right after subscribing: if a quorum of nodes no longer holds the keys,
 //! the next attempt follows at once. After a wake-up the next attempt follows after
 //! `uniform(0, 1 ms)`, so that the waiters woken by one release do not all collide, or after
-//! `uniform(0, 20 ms)` when this caller won some nodes in its last attempt (a split vote).
+//! `uniform(0, 20 ms)` when this caller won some nodes in its last attempt (a split vote); such
+//! short delays run on [`crate::timer::Timer`]'s fine sleep, not on tokio's 1 ms tick.
 //! Notices that arrive during an attempt are kept, unlike §9 says: a release that lands
 //! right after the attempt's request reached a node would otherwise cost a whole retry delay
 //! (seen in the hand-off benchmark); keeping it costs at most one extra attempt.
@@ -37,6 +38,7 @@ use crate::node::notify::Listener;
 use crate::node::{Node, Prepared};
 use crate::quorum::{self, Decide};
 use crate::report::{NodeKind, Report};
+use crate::timer::Timer;
 use crate::value::OsRandomAhead;
 use quorumlock_proto::acquire::vacant;
 use quorumlock_proto::acquisition::{Acquisition, Output, Request};
@@ -318,8 +320,7 @@ async fn attempts(
     // shortens the validity it computes), and a round's requests share one send time.
     let mut now = now_us();
     // One timer for the call, moved only when the machine's next deadline changes.
-    let timer = tokio::time::sleep(Duration::ZERO);
-    tokio::pin!(timer);
+    let mut timer = Timer::new();
     let mut armed = None;
     loop {
         while let Some(out) = d.m.poll_output(now, &mut random) {
@@ -378,7 +379,7 @@ async fn attempts(
         if deadline != armed {
             if let Some(at) = deadline {
                 let left = Duration::from_micros(at.saturating_sub(now));
-                timer.as_mut().reset(tokio::time::Instant::now() + left);
+                timer.reset(left);
             }
             armed = deadline;
         }
@@ -409,7 +410,7 @@ async fn attempts(
             () = cleaned => Event::Cleaned,
             (l, vacant) = listened => Event::Listened(l, vacant),
             () = released => Event::Released,
-            () = &mut timer, if armed.is_some() => Event::Timer,
+            () = timer.fired(), if armed.is_some() => Event::Timer,
             () = cancelled(cancel) => Event::Cancelled,
         };
         now = now_us();

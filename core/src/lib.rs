@@ -41,6 +41,7 @@ mod node;
 mod pending;
 mod quorum;
 pub mod runtime;
+mod timer;
 mod value;
 mod warning;
 mod watchdog;

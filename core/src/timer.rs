@@ -1,0 +1,102 @@
+//! The acquisition's timer. tokio's timer wheel has 1 ms slots and rounds every deadline up to
+//! the next one, so the sub-millisecond wake-up spread of the waiters woken by one release
+//! (`uniform(0, 1 ms)`, REDLOCK.md §9) would become "at the next tick" for all of them, and the
+//! waiters of one process would collide again. A deadline less than [`FINE_BELOW`] away
+//! therefore runs as a sleep of the OS (nanosecond resolution, tens of µs of slack) on
+//! tokio's blocking pool; longer ones on tokio's timer. Only wake-ups and the shortest retry
+//! delays are that close, so the thread hop it costs is rare. (A `timerfd` watched by the
+//! runtime would save the hop, but registering a file descriptor with tokio is `unsafe`,
+//! which the engine forbids.)
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, Sleep};
+
+use crate::clock::MonoTime;
+
+/// Deadlines closer than this use the fine timer.
+pub(crate) const FINE_BELOW: Duration = Duration::from_millis(2);
+
+/// One timer, re-armed with [`Timer::reset`] and awaited with [`Timer::fired`].
+pub(crate) struct Timer {
+    coarse: Pin<Box<Sleep>>,
+    /// The fine sleep of the last reset, when it was that close.
+    fine: Option<JoinHandle<()>>,
+}
+
+impl Timer {
+    /// A timer that fires at once until it is reset.
+    pub(crate) fn new() -> Timer {
+        Timer {
+            coarse: Box::pin(tokio::time::sleep(Duration::ZERO)),
+            fine: None,
+        }
+    }
+
+    /// Fires `left` from now, replacing the previous deadline. (A replaced fine sleep ends on
+    /// its own within [`FINE_BELOW`].)
+    pub(crate) fn reset(&mut self, left: Duration) {
+        if left < FINE_BELOW {
+            let until = MonoTime::now() + left;
+            self.fine = Some(tokio::task::spawn_blocking(move || {
+                std::thread::sleep(until.saturating_since(MonoTime::now()));
+            }));
+        } else {
+            self.fine = None;
+            self.coarse.as_mut().reset(Instant::now() + left);
+        }
+    }
+
+    /// Completes at the deadline (at once if it passed). After it fired, wait again only
+    /// after a [`reset`](Self::reset).
+    pub(crate) async fn fired(&mut self) {
+        match &mut self.fine {
+            // A sleep cannot fail; a runtime shutting down ends the call anyway.
+            Some(sleep) => {
+                let _ = sleep.await;
+            }
+            None => self.coarse.as_mut().await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_close_deadline_fires_on_time_and_a_reset_replaces_it() {
+        let mut timer = Timer::new();
+        // Fires at once until reset.
+        tokio::time::timeout(Duration::from_secs(5), timer.fired())
+            .await
+            .expect("a new timer fires at once");
+        // A close deadline: not before it.
+        let t0 = MonoTime::now();
+        timer.reset(Duration::from_micros(300));
+        tokio::time::timeout(Duration::from_secs(5), timer.fired())
+            .await
+            .expect("fires");
+        assert!(MonoTime::now() - t0 >= Duration::from_micros(300));
+        // A close deadline replaced by a far one does not fire at the close one.
+        timer.reset(Duration::from_micros(100));
+        timer.reset(Duration::from_millis(300));
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), timer.fired())
+                .await
+                .is_err(),
+            "the replaced close deadline fired"
+        );
+        // And a far one replaced by a close one fires at the close one.
+        timer.reset(Duration::from_micros(200));
+        tokio::time::timeout(Duration::from_millis(100), timer.fired())
+            .await
+            .expect("the new close deadline fires");
+        timer.reset(Duration::ZERO);
+        tokio::time::timeout(Duration::from_secs(5), timer.fired())
+            .await
+            .expect("a zero deadline fires");
+    }
+}
