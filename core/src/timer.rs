@@ -22,8 +22,17 @@ pub(crate) const FINE_BELOW: Duration = Duration::from_millis(2);
 /// One timer, re-armed with [`Timer::reset`] and awaited with [`Timer::fired`].
 pub(crate) struct Timer {
     coarse: Pin<Box<Sleep>>,
-    /// The fine sleep of the last reset, when it was that close.
-    fine: Option<JoinHandle<()>>,
+    fine: Fine,
+}
+
+/// The fine sleep of the last reset.
+enum Fine {
+    /// The last reset was far: the coarse timer holds the deadline.
+    Unused,
+    /// Sleeping on the blocking pool.
+    Sleeping(JoinHandle<()>),
+    /// Done (a finished `JoinHandle` must not be polled again).
+    Fired,
 }
 
 impl Timer {
@@ -31,7 +40,7 @@ impl Timer {
     pub(crate) fn new() -> Timer {
         Timer {
             coarse: Box::pin(tokio::time::sleep(Duration::ZERO)),
-            fine: None,
+            fine: Fine::Unused,
         }
     }
 
@@ -40,24 +49,26 @@ impl Timer {
     pub(crate) fn reset(&mut self, left: Duration) {
         if left < FINE_BELOW {
             let until = MonoTime::now() + left;
-            self.fine = Some(tokio::task::spawn_blocking(move || {
+            self.fine = Fine::Sleeping(tokio::task::spawn_blocking(move || {
                 std::thread::sleep(until.saturating_since(MonoTime::now()));
             }));
         } else {
-            self.fine = None;
+            self.fine = Fine::Unused;
             self.coarse.as_mut().reset(Instant::now() + left);
         }
     }
 
-    /// Completes at the deadline (at once if it passed). After it fired, wait again only
-    /// after a [`reset`](Self::reset).
+    /// Completes at the deadline (at once if it passed, and again at once until the next
+    /// [`reset`](Self::reset)). Dropped before it completes, it keeps the deadline.
     pub(crate) async fn fired(&mut self) {
         match &mut self.fine {
-            // A sleep cannot fail; a runtime shutting down ends the call anyway.
-            Some(sleep) => {
+            Fine::Sleeping(sleep) => {
+                // A sleep cannot fail; a runtime shutting down ends the call anyway.
                 let _ = sleep.await;
+                self.fine = Fine::Fired;
             }
-            None => self.coarse.as_mut().await,
+            Fine::Fired => {}
+            Fine::Unused => self.coarse.as_mut().await,
         }
     }
 }
@@ -80,6 +91,9 @@ mod tests {
             .await
             .expect("fires");
         assert!(MonoTime::now() - t0 >= Duration::from_micros(300));
+        tokio::time::timeout(Duration::from_secs(5), timer.fired())
+            .await
+            .expect("fired stays fired until a reset");
         // A close deadline replaced by a far one does not fire at the close one.
         timer.reset(Duration::from_micros(100));
         timer.reset(Duration::from_millis(300));
