@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::task::AbortHandle;
 
 use crate::clock::MonoTime;
@@ -89,10 +90,12 @@ impl<T: Send + 'static> Pending<T> {
 
     /// The output if it arrives within [`SPIN`], polling for it when this caller may: none
     /// is polling, no backoff is running, more than [`SPIN`] is left before `deadline`, and
-    /// the process has more than one CPU. `None` at once otherwise; then [`wait`](Self::wait).
+    /// the process has more than one CPU, and this is not a thread of a tokio runtime. `None` at
+    /// once otherwise; then [`wait`](Self::wait).
     pub fn poll_briefly(&self, deadline: Option<MonoTime>) -> Option<T> {
         let until = MonoTime::now() + SPIN;
         if deadline.is_some_and(|d| d < until)
+            || Handle::try_current().is_ok()
             || !*MULTI_CPU
                 .get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
             || SKIP
@@ -125,7 +128,7 @@ impl<T: Send + 'static> Pending<T> {
     /// # Errors
     /// [`TaskGone`] when the task ended without an output.
     pub fn wait(&self, slice: Duration) -> std::result::Result<Option<T>, TaskGone> {
-        match self.rx.recv_timeout(slice) {
+        match blocking(|| self.rx.recv_timeout(slice)) {
             Ok(v) => Ok(Some(v)),
             Err(mpsc::RecvTimeoutError::Timeout) => Ok(None),
             Err(mpsc::RecvTimeoutError::Disconnected) => Err(TaskGone),
@@ -141,7 +144,7 @@ impl<T: Send + 'static> Pending<T> {
     pub fn join(self) -> std::result::Result<T, TaskGone> {
         match self.poll_briefly(None) {
             Some(v) => Ok(v),
-            None => self.rx.recv().map_err(|_| TaskGone),
+            None => blocking(|| self.rx.recv()).map_err(|_| TaskGone),
         }
     }
 
@@ -150,6 +153,18 @@ impl<T: Send + 'static> Pending<T> {
     /// so that it cleans up).
     pub fn abort(&self) {
         self.task.abort();
+    }
+}
+
+/// Runs `f`, which blocks, on this thread. On a worker of a multi-thread runtime (a host
+/// callback that runs there, say) the worker first hands its other tasks to another thread
+/// (`block_in_place`): the work waited for may sit in this worker's own queue. Elsewhere
+/// (any other thread, a blocking-pool thread, a current-thread runtime, which cannot hand
+/// off and whose blocking is its owner's choice) it just runs `f`.
+fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
     }
 }
 
@@ -187,6 +202,25 @@ mod tests {
         assert_eq!(p.wait(Duration::from_secs(5)), Ok(Some(7)));
         let q = Pending::spawn(async { 8 }).expect("runtime");
         assert_eq!(q.join(), Ok(8));
+    }
+
+    #[test]
+    fn a_worker_of_the_shared_runtime_may_wait() {
+        let _serial = serial();
+        // A host callback running on one of the runtime's own workers waits for work that
+        // lands in that worker's queue: the worker hands its queue over instead of starving it.
+        let handle = crate::runtime::handle().expect("runtime");
+        let (tx, rx) = mpsc::channel();
+        handle.spawn(async move {
+            let p = Pending::spawn(async { 5 }).expect("runtime");
+            let polled = p.poll_briefly(None);
+            let _ = tx.send((polled, p.join()));
+        });
+        let (polled, joined) = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the worker deadlocked waiting for work in its own queue");
+        assert!(polled.is_none(), "no polling on a runtime thread");
+        assert_eq!(joined, Ok(5));
     }
 
     #[test]

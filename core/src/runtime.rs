@@ -36,6 +36,7 @@ pub fn handle() -> Result<Handle> {
         // dropping it would wait for them forever. Leak it instead.
         std::mem::forget(inherited);
         crate::pending::after_fork();
+        crate::timer::after_fork();
     }
     Ok(handle)
 }

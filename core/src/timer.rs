@@ -3,12 +3,14 @@
 //! (`uniform(0, 1 ms)`, REDLOCK.md §9) would become "at the next tick" for all of them, and the
 //! waiters of one process would collide again. A deadline less than [`FINE_BELOW`] away
 //! therefore runs as a sleep of the OS (nanosecond resolution, tens of µs of slack) on
-//! tokio's blocking pool; longer ones on tokio's timer. Only wake-ups and the shortest retry
-//! delays are that close, so the thread hop it costs is rare. (A `timerfd` watched by the
+//! tokio's blocking pool, at most [`FINE_MAX`] at once per process; longer ones on tokio's
+//! timer. Only wake-ups and the shortest retry delays are that close, so the thread hop it
+//! costs is rare. (A `timerfd` watched by the
 //! runtime would save the hop, but registering a file descriptor with tokio is `unsafe`,
 //! which the engine forbids.)
 
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
@@ -18,6 +20,27 @@ use crate::clock::MonoTime;
 
 /// Deadlines closer than this use the fine timer.
 pub(crate) const FINE_BELOW: Duration = Duration::from_millis(2);
+/// Fine sleeps a process runs at once, at most: beyond, deadlines go to tokio's timer (a tick
+/// late), so that a burst of waiters woken together never fills the blocking pool, which also
+/// runs host callbacks and the user's blocking work.
+const FINE_MAX: usize = 32;
+/// Fine sleeps running now.
+static FINE_NOW: AtomicUsize = AtomicUsize::new(0);
+
+/// One of the [`FINE_MAX`] fine sleeps, given back when dropped.
+struct Slot;
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        FINE_NOW.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Clears the count in a child process after `fork()` (the parent's sleeps do not end there);
+/// called when the runtime is created anew there.
+pub(crate) fn after_fork() {
+    FINE_NOW.store(0, Ordering::Relaxed);
+}
 
 /// One timer, re-armed with [`Timer::reset`] and awaited with [`Timer::fired`].
 pub(crate) struct Timer {
@@ -47,12 +70,20 @@ impl Timer {
     /// Fires `left` from now, replacing the previous deadline. (A replaced fine sleep ends on
     /// its own within [`FINE_BELOW`].)
     pub(crate) fn reset(&mut self, left: Duration) {
-        if left < FINE_BELOW {
+        if left.is_zero() {
+            self.fine = Fine::Fired;
+        } else if left < FINE_BELOW && FINE_NOW.fetch_add(1, Ordering::Relaxed) < FINE_MAX {
             let until = MonoTime::now() + left;
+            // Counted down however the sleep ends, also when the runtime drops it unrun.
+            let slot = Slot;
             self.fine = Fine::Sleeping(tokio::task::spawn_blocking(move || {
+                let _slot = slot;
                 std::thread::sleep(until.saturating_since(MonoTime::now()));
             }));
         } else {
+            if left < FINE_BELOW {
+                FINE_NOW.fetch_sub(1, Ordering::Relaxed);
+            }
             self.fine = Fine::Unused;
             self.coarse.as_mut().reset(Instant::now() + left);
         }

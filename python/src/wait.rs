@@ -106,7 +106,7 @@ where
 }
 
 /// [`wait`] without a timeout, for a call (connect, acquire, extend, release, admin): the
-/// caller first polls for the output for up to [`SPIN`].
+/// caller first polls for the output for up to [`quorumlock::runtime::SPIN`].
 ///
 /// # Errors
 /// As [`wait`].

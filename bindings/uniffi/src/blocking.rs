@@ -4,8 +4,10 @@
 //! thread hand-offs instead of four (no coroutine dispatcher between the caller and the
 //! engine, no JNA callback back into the JVM) and fewer FFI crossings, each of which costs
 //! the JVM 10-30 µs through JNA (a call-status structure allocated and copied per call, an
-//! object handle cloned per method call). A virtual thread must not use these (it would pin
-//! its carrier while it waits): the Kotlin side routes virtual threads to the futures.
+//! object handle cloned per method call). A virtual thread should not use these (it would pin
+//! its carrier while it waits), nor a fork-join pool's worker (its pool would not add a spare):
+//! the Kotlin side routes both to the futures. Called on a worker of the engine's runtime (a
+//! host callback resumed there), a wait hands the worker's queue over first ([`Pending`]).
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -30,8 +32,8 @@ pub struct Started {
 
 /// An acquisition started by [`Client::start_acquire`] and not decided within that call,
 /// waited for in slices so that the waiting thread can look at its interrupts in between.
-/// Freeing it while the acquisition runs does not stop it ([`cancel`](Self::cancel) does): a
-/// lock won then is released in the background.
+/// Freeing it before its outcome was taken cancels the acquisition (a lock won meanwhile is
+/// released in the background).
 #[derive(Debug, uniffi::Object)]
 pub struct PendingLock {
     /// `None` once the outcome was taken.
@@ -72,6 +74,19 @@ impl PendingLock {
     /// success that came first. Never blocks.
     pub fn cancel(&self) {
         self.cancel.cancel();
+    }
+}
+
+impl Drop for PendingLock {
+    fn drop(&mut self) {
+        let untaken = self
+            .pending
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some();
+        if untaken {
+            self.cancel.cancel();
+        }
     }
 }
 
@@ -121,16 +136,15 @@ impl Lock {
     /// # Errors
     /// As [`Lock::release`]; `QL_INTERNAL` when the engine task ended without an output.
     pub fn release_blocking(&self) -> Result<ReleaseOutcome, NativeError> {
-        let lost_before = self.lost();
-        Ok(ReleaseOutcome::of(&self.release_now()?, lost_before))
+        Ok(ReleaseOutcome::of(&self.release_now()?))
     }
 
     /// [`release_blocking`](Self::release_blocking) for `RLock.unlock`, which needs no report:
     /// nothing to copy back.
     ///
     /// # Errors
-    /// `QL_LOST` when the engine had seen the lock lost when the release began (expired,
-    /// taken, or stopped at an extension cap; the release still ran); otherwise as
+    /// `QL_LOST` when the lock was lost when the release began (expired, taken, or stopped at
+    /// an extension cap; as [`Lock::lost`], with its effects; the release still ran); otherwise as
     /// [`release_blocking`](Self::release_blocking).
     pub fn unlock_blocking(&self) -> Result<(), NativeError> {
         let lost_before = self

@@ -14,17 +14,13 @@ pub struct ReleaseOutcome {
     pub held_by_quorum: bool,
     /// One entry per node: `Released`, `NotHeld`, `HeldByOther`, or a node error.
     pub nodes: Vec<NodeReport>,
-    /// The loss the engine had seen when the release began (the lock expired, was taken, or
-    /// stopped at an extension cap), as [`Lock::lost`] returned it then.
-    pub lost_before: Option<LostEvent>,
 }
 
 impl ReleaseOutcome {
-    pub(crate) fn of(report: &quorumlock::Report, lost_before: Option<LostEvent>) -> Self {
+    pub(crate) fn of(report: &quorumlock::Report) -> Self {
         Self {
             held_by_quorum: report.was_held_by_quorum(),
             nodes: nodes(report),
-            lost_before,
         }
     }
 }
@@ -176,8 +172,7 @@ impl Lock {
     /// Only `QL_INVALID`, in another process than the one that acquired.
     pub async fn release(&self) -> Result<ReleaseOutcome, NativeError> {
         let lock = self.inner.clone();
-        let lost_before = self.lost();
         let report = on_runtime(async move { lock.release().await }).await?;
-        Ok(ReleaseOutcome::of(&report, lost_before))
+        Ok(ReleaseOutcome::of(&report))
     }
 }

@@ -262,22 +262,20 @@ class Client internal constructor(private val native: invalid.example.quorumlock
 
     /**
      * [acquireBlocking] on a platform thread: the calling thread waits in native code, in
-     * slices of [Native.SLICE] between which it looks at its interrupt. An acquisition decided
-     * within the first call's brief poll costs one FFI call.
+     * slices of [Native.SLICE] between which it looks at its interrupt when [interruptible]
+     * (else in [Native.LONG_SLICE]s, the interrupt left set for later). An acquisition decided
+     * within the first call's brief poll costs one FFI call. Leaving by an unexpected
+     * exception frees the pending acquisition, which cancels it.
      */
     private fun acquireNatively(names: List<String>, config: LockConfig, interruptible: Boolean): Lease {
         val started = Native.call { native.startAcquire(names, config) }
         started.lock?.let { return Lease(it) }
         val pending = started.pending ?: throw IllegalStateException("the native library returned neither a lock nor an acquisition")
-        var interrupted = false
         try {
             while (true) {
-                Native.call { pending.waitOutcome(Native.SLICE) }?.let { return Lease(it) }
-                if (!Thread.interrupted()) continue
-                if (!interruptible) {
-                    interrupted = true
-                    continue
-                }
+                val slice = if (interruptible) Native.SLICE else Native.LONG_SLICE
+                Native.call { pending.waitOutcome(slice) }?.let { return Lease(it) }
+                if (!interruptible || !Thread.interrupted()) continue
                 pending.cancel()
                 // The engine answers soon (its cleanup is bounded by the node timeout); a
                 // success that won the race is given back.
@@ -293,7 +291,6 @@ class Client internal constructor(private val native: invalid.example.quorumlock
             }
         } finally {
             pending.close()
-            if (interrupted) Thread.currentThread().interrupt()
         }
     }
 

@@ -132,7 +132,11 @@ class Lease internal constructor(private val native: invalid.example.quorumlock.
      * have returned just before), for [RLock.unlock].
      */
     internal fun releaseNotingLoss(): LockLostException? {
-        if (!Native.mayBlockNatively()) return releaseOutcome().lostBefore?.let(::lostOf)
+        if (!Native.mayBlockNatively()) {
+            val lost = lostException()
+            release()
+            return lost
+        }
         markReleased()
         return try {
             Native.call { native.unlockBlocking() }
@@ -168,8 +172,9 @@ class Lease internal constructor(private val native: invalid.example.quorumlock.
     private fun markReleased() {
         if (!released.compareAndSet(false, true)) return
         val done = CancellationException("the lease was released")
-        // Nobody asked for lost() yet: no dependent action can run here, so no hop to the pool.
-        if (watching.get()) ForkJoinPool.commonPool().execute { lostFuture.completeExceptionally(done) } else lostFuture.completeExceptionally(done)
+        // Nobody asked for lost() (and from now on, nobody gets a listener): no dependent
+        // action can run here, so no hop to the pool.
+        if (watching.compareAndSet(false, true)) lostFuture.completeExceptionally(done) else ForkJoinPool.commonPool().execute { lostFuture.completeExceptionally(done) }
     }
 
     override fun toString(): String = "Lease(resources=${resources()}, remaining=${remaining()})"

@@ -14,6 +14,7 @@ import java.lang.invoke.MethodType
 import java.time.Duration
 import java.util.concurrent.CompletionException
 import java.util.concurrent.ExecutionException
+import java.util.concurrent.ForkJoinWorkerThread
 import java.util.concurrent.TimeUnit
 
 /** Plumbing between the public API and the generated bindings; type conversion only. */
@@ -28,10 +29,13 @@ internal object Native {
     private val kinds: Map<String, ErrorKindInfo> by lazy { errorKinds().associateBy { it.name } }
 
     /**
-     * How long a blocking call waits in native code before it looks at the thread's
-     * interrupt again.
+     * How long an interruptible blocking call waits in native code before it looks at the
+     * thread's interrupt again (an uninterruptible one waits in [LONG_SLICE]s).
      */
-    val SLICE: Duration = Duration.ofMillis(10)
+    val SLICE: Duration = Duration.ofMillis(50)
+
+    /** How long an uninterruptible blocking call waits in native code per call. */
+    val LONG_SLICE: Duration = Duration.ofSeconds(1)
 
     /** `Thread.isVirtual` on JDK 21+, absent on 17. */
     private val isVirtual: MethodHandle? = try {
@@ -42,10 +46,14 @@ internal object Native {
 
     /**
      * Whether a blocking call may wait in native code on this thread: a platform thread may
-     * (two thread hand-offs per call); a virtual thread would pin its carrier while it
-     * waits, so it waits on a future instead, which unmounts it.
+     * (two thread hand-offs per call). A virtual thread would pin its carrier while it
+     * waits, and a fork-join pool's worker would keep the pool from adding a spare
+     * (`ForkJoinPool.managedBlock`, which a future's `get` uses): both wait on a future.
      */
-    fun mayBlockNatively(): Boolean = isVirtual?.invokeWithArguments(Thread.currentThread()) != true
+    fun mayBlockNatively(): Boolean {
+        val t = Thread.currentThread()
+        return t !is ForkJoinWorkerThread && (isVirtual == null || !(isVirtual.invoke(t) as Boolean))
+    }
 
     /** The engine's code and number for [name] (`QL_INVALID`, ...). */
     fun kind(name: String): ErrorKindInfo =

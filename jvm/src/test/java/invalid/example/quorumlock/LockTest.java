@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -111,6 +112,33 @@ class LockTest {
         // a's release did not touch b's keys.
         assertTrue(b.isLocked());
         b.unlock();
+    }
+
+    @Test
+    void aForkJoinWorkerWaitsOnFuturesWithTheSameResults() throws Exception {
+        // Platform threads wait in native code; a fork-join worker takes the future path
+        // (so that its pool can add a spare). Both must behave alike.
+        String name = Harness.name("forkjoin");
+        ForkJoinPool pool = new ForkJoinPool(1);
+        try {
+            LostReason reason = pool.submit(() -> {
+                RLock lock = client.getLock(name);
+                lock.lock(300, TimeUnit.MILLISECONDS);
+                assertTrue(lock.isHeld());
+                Thread.sleep(700); // the lease runs out
+                return assertThrows(LockLostException.class, lock::unlock).reason();
+            }).get(10, TimeUnit.SECONDS);
+            assertEquals(LostReason.EXPIRED, reason);
+            Lease lease = pool.submit(() -> {
+                RLock lock = client.getLock(name);
+                assertTrue(lock.tryLock(2, 10, TimeUnit.SECONDS));
+                return lock.lease();
+            }).get(10, TimeUnit.SECONDS);
+            assertTrue(pool.submit(lease::release).get(10, TimeUnit.SECONDS).heldByQuorum());
+        } finally {
+            pool.shutdown();
+        }
+        Harness.awaitNoKey(name, 1000);
     }
 
     @Test

@@ -1161,7 +1161,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_quorumlock_uniffi_checksum_method_lock_release_blocking() and 0xFFFF) != 4583) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_quorumlock_uniffi_checksum_method_lock_unlock_blocking() and 0xFFFF) != 21428) {
+    if ((lib.uniffi_quorumlock_uniffi_checksum_method_lock_unlock_blocking() and 0xFFFF) != 9461) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_quorumlock_uniffi_checksum_method_lock_attempt_reports() and 0xFFFF) != 42056) {
@@ -2674,8 +2674,8 @@ public interface LockInterface {
      * nothing to copy back.
      *
      * # Errors
-     * `QL_LOST` when the engine had seen the lock lost when the release began (expired,
-     * taken, or stopped at an extension cap; the release still ran); otherwise as
+     * `QL_LOST` when the lock was lost when the release began (expired, taken, or stopped at
+     * an extension cap; as [`Lock::lost`], with its effects; the release still ran); otherwise as
      * [`release_blocking`](Self::release_blocking).
      */
     fun `unlockBlocking`()
@@ -2942,8 +2942,8 @@ open class Lock: Disposable, AutoCloseable, LockInterface
      * nothing to copy back.
      *
      * # Errors
-     * `QL_LOST` when the engine had seen the lock lost when the release began (expired,
-     * taken, or stopped at an extension cap; the release still ran); otherwise as
+     * `QL_LOST` when the lock was lost when the release began (expired, taken, or stopped at
+     * an extension cap; as [`Lock::lost`], with its effects; the release still ran); otherwise as
      * [`release_blocking`](Self::release_blocking).
      */
     @Throws(NativeException::class)override fun `unlockBlocking`()
@@ -3744,8 +3744,8 @@ public object FfiConverterTypeLostListener: FfiConverter<LostListener, Long> {
 /**
  * An acquisition started by [`Client::start_acquire`] and not decided within that call,
  * waited for in slices so that the waiting thread can look at its interrupts in between.
- * Freeing it while the acquisition runs does not stop it ([`cancel`](Self::cancel) does): a
- * lock won then is released in the background.
+ * Freeing it before its outcome was taken cancels the acquisition (a lock won meanwhile is
+ * released in the background).
  */
 public interface PendingLockInterface {
     
@@ -3773,8 +3773,8 @@ public interface PendingLockInterface {
 /**
  * An acquisition started by [`Client::start_acquire`] and not decided within that call,
  * waited for in slices so that the waiting thread can look at its interrupts in between.
- * Freeing it while the acquisition runs does not stop it ([`cancel`](Self::cancel) does): a
- * lock won then is released in the background.
+ * Freeing it before its outcome was taken cancels the acquisition (a lock won meanwhile is
+ * released in the background).
  */
 open class PendingLock: Disposable, AutoCloseable, PendingLockInterface
 {
@@ -5230,12 +5230,6 @@ data class ReleaseOutcome (
      * One entry per node: `Released`, `NotHeld`, `HeldByOther`, or a node error.
      */
     var `nodes`: List<NodeReport>
-    , 
-    /**
-     * The loss the engine had seen when the release began (the lock expired, was taken, or
-     * stopped at an extension cap), as [`Lock::lost`] returned it then.
-     */
-    var `lostBefore`: LostEvent?
     
 ){
     
@@ -5254,20 +5248,17 @@ public object FfiConverterTypeReleaseOutcome: FfiConverterRustBuffer<ReleaseOutc
         return ReleaseOutcome(
             FfiConverterBoolean.read(buf),
             FfiConverterSequenceTypeNodeReport.read(buf),
-            FfiConverterOptionalTypeLostEvent.read(buf),
         )
     }
 
     override fun allocationSize(value: ReleaseOutcome) = (
             FfiConverterBoolean.allocationSize(value.`heldByQuorum`) +
-            FfiConverterSequenceTypeNodeReport.allocationSize(value.`nodes`) +
-            FfiConverterOptionalTypeLostEvent.allocationSize(value.`lostBefore`)
+            FfiConverterSequenceTypeNodeReport.allocationSize(value.`nodes`)
     )
 
     override fun write(value: ReleaseOutcome, buf: ByteBuffer) {
             FfiConverterBoolean.write(value.`heldByQuorum`, buf)
             FfiConverterSequenceTypeNodeReport.write(value.`nodes`, buf)
-            FfiConverterOptionalTypeLostEvent.write(value.`lostBefore`, buf)
     }
 }
 
