@@ -143,8 +143,11 @@ async fn rule12_minority_of_dead_nodes_still_acquires() {
     c.kill(1);
     let lock = client.acquire(["dead"]).await.unwrap();
     let r = lock.report();
+    // A dead node failed, or had not answered yet when the live nodes made the quorum (its
+    // broken connection can be found after their replies, on a loaded machine).
+    let failed_or_undecided = |k: NodeKind| k.is_error() || k == NodeKind::Pending;
     assert!(
-        r.nodes()[0].kind.is_error() && r.nodes()[1].kind.is_error(),
+        failed_or_undecided(r.nodes()[0].kind) && failed_or_undecided(r.nodes()[1].kind),
         "{r}"
     );
     assert!(r.count(NodeKind::Ok) >= 3);
