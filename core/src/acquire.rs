@@ -320,7 +320,9 @@ async fn attempts(
     // shortens the validity it computes), and a round's requests share one send time.
     let mut now = now_us();
     // One timer for the call, moved only when the machine's next deadline changes.
-    let mut timer = Timer::new();
+    let coarse = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(coarse);
+    let mut timer = Timer::new(coarse);
     let mut armed = None;
     loop {
         while let Some(out) = d.m.poll_output(now, &mut random) {

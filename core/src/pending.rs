@@ -128,7 +128,7 @@ impl<T: Send + 'static> Pending<T> {
     /// # Errors
     /// [`TaskGone`] when the task ended without an output.
     pub fn wait(&self, slice: Duration) -> std::result::Result<Option<T>, TaskGone> {
-        match blocking(|| self.rx.recv_timeout(slice)) {
+        match block_here(|| self.rx.recv_timeout(slice)) {
             Ok(v) => Ok(Some(v)),
             Err(mpsc::RecvTimeoutError::Timeout) => Ok(None),
             Err(mpsc::RecvTimeoutError::Disconnected) => Err(TaskGone),
@@ -144,7 +144,7 @@ impl<T: Send + 'static> Pending<T> {
     pub fn join(self) -> std::result::Result<T, TaskGone> {
         match self.poll_briefly(None) {
             Some(v) => Ok(v),
-            None => blocking(|| self.rx.recv()).map_err(|_| TaskGone),
+            None => block_here(|| self.rx.recv()).map_err(|_| TaskGone),
         }
     }
 
@@ -161,7 +161,7 @@ impl<T: Send + 'static> Pending<T> {
 /// (`block_in_place`): the work waited for may sit in this worker's own queue. Elsewhere
 /// (any other thread, a blocking-pool thread, a current-thread runtime, which cannot hand
 /// off and whose blocking is its owner's choice) it just runs `f`.
-fn blocking<R>(f: impl FnOnce() -> R) -> R {
+fn block_here<R>(f: impl FnOnce() -> R) -> R {
     match Handle::try_current() {
         Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
         _ => f(),

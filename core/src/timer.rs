@@ -30,6 +30,16 @@ static FINE_NOW: AtomicUsize = AtomicUsize::new(0);
 /// One of the [`FINE_MAX`] fine sleeps, given back when dropped.
 struct Slot;
 
+impl Slot {
+    /// A slot, when fewer than [`FINE_MAX`] are taken.
+    fn take() -> Option<Slot> {
+        // Counted first, so that two callers cannot both take the last one; given back by the
+        // drop when over the limit.
+        let slot = Slot;
+        (FINE_NOW.fetch_add(1, Ordering::Relaxed) < FINE_MAX).then_some(slot)
+    }
+}
+
 impl Drop for Slot {
     fn drop(&mut self) {
         FINE_NOW.fetch_sub(1, Ordering::Relaxed);
@@ -42,9 +52,10 @@ pub(crate) fn after_fork() {
     FINE_NOW.store(0, Ordering::Relaxed);
 }
 
-/// One timer, re-armed with [`Timer::reset`] and awaited with [`Timer::fired`].
-pub(crate) struct Timer {
-    coarse: Pin<Box<Sleep>>,
+/// One timer, re-armed with [`Timer::reset`] and awaited with [`Timer::fired`]; its coarse
+/// part is a `Sleep` pinned by the caller (on its stack, no allocation per acquisition).
+pub(crate) struct Timer<'a> {
+    coarse: Pin<&'a mut Sleep>,
     fine: Fine,
 }
 
@@ -58,11 +69,11 @@ enum Fine {
     Fired,
 }
 
-impl Timer {
-    /// A timer that fires at once until it is reset.
-    pub(crate) fn new() -> Timer {
+impl<'a> Timer<'a> {
+    /// A timer over `coarse`; it fires when `coarse` does until it is reset.
+    pub(crate) fn new(coarse: Pin<&'a mut Sleep>) -> Timer<'a> {
         Timer {
-            coarse: Box::pin(tokio::time::sleep(Duration::ZERO)),
+            coarse,
             fine: Fine::Unused,
         }
     }
@@ -72,18 +83,15 @@ impl Timer {
     pub(crate) fn reset(&mut self, left: Duration) {
         if left.is_zero() {
             self.fine = Fine::Fired;
-        } else if left < FINE_BELOW && FINE_NOW.fetch_add(1, Ordering::Relaxed) < FINE_MAX {
+        } else if let Some(slot) = (left < FINE_BELOW).then(Slot::take).flatten() {
             let until = MonoTime::now() + left;
-            // Counted down however the sleep ends, also when the runtime drops it unrun.
-            let slot = Slot;
+            // The slot is given back however the sleep ends, also when the runtime drops it
+            // unrun.
             self.fine = Fine::Sleeping(tokio::task::spawn_blocking(move || {
                 let _slot = slot;
                 std::thread::sleep(until.saturating_since(MonoTime::now()));
             }));
         } else {
-            if left < FINE_BELOW {
-                FINE_NOW.fetch_sub(1, Ordering::Relaxed);
-            }
             self.fine = Fine::Unused;
             self.coarse.as_mut().reset(Instant::now() + left);
         }
@@ -110,7 +118,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_close_deadline_fires_on_time_and_a_reset_replaces_it() {
-        let mut timer = Timer::new();
+        let coarse = tokio::time::sleep(Duration::ZERO);
+        tokio::pin!(coarse);
+        let mut timer = Timer::new(coarse);
         // Fires at once until reset.
         tokio::time::timeout(Duration::from_secs(5), timer.fired())
             .await

@@ -57,16 +57,12 @@ impl PendingLock {
                 "this acquisition's outcome was taken already",
             )));
         };
-        let out = match pending.wait(slice) {
-            Ok(None) => return Ok(None),
-            Ok(Some(out)) => out,
-            Err(gone) => {
-                *slot = None;
-                return Err(NativeError::internal(&gone));
-            }
+        let Some(out) = pending.wait(slice).transpose() else {
+            return Ok(None);
         };
+        // Decided, or the task is gone: either way there is nothing more to wait for.
         *slot = None;
-        Ok(Some(Arc::new(Lock::new(out?))))
+        Ok(Some(Arc::new(Lock::new(out??))))
     }
 
     /// Cancels the acquisition: the attempt in flight is abandoned and its keys are released
@@ -164,10 +160,7 @@ impl Lock {
     /// As [`Lock::extend`]; `QL_INTERNAL` when the engine task ended without an output.
     pub fn extend_blocking(&self, ttl: Duration) -> Result<(), NativeError> {
         let lock = self.engine().clone();
-        Pending::spawn(async move { lock.extend(ttl).await })?
-            .join()
-            .map_err(|gone| NativeError::internal(&gone))??;
-        Ok(())
+        Ok(Pending::spawn(async move { lock.extend(ttl).await })?.join()??)
     }
 }
 
@@ -175,8 +168,6 @@ impl Lock {
     /// Releases on the runtime and blocks until the report is there.
     fn release_now(&self) -> Result<quorumlock::Report, NativeError> {
         let lock = self.engine().clone();
-        Ok(Pending::spawn(async move { lock.release().await })?
-            .join()
-            .map_err(|gone| NativeError::internal(&gone))??)
+        Ok(Pending::spawn(async move { lock.release().await })?.join()??)
     }
 }

@@ -96,6 +96,12 @@ impl From<&Error> for NativeError {
     }
 }
 
+impl From<quorumlock::runtime::TaskGone> for NativeError {
+    fn from(gone: quorumlock::runtime::TaskGone) -> Self {
+        Self::internal(&gone)
+    }
+}
+
 impl From<Error> for NativeError {
     fn from(e: Error) -> Self {
         Self::from(&e)
