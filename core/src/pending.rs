@@ -270,7 +270,11 @@ mod tests {
             let ready = Pending::spawn(async { 2 }).expect("runtime");
             // Done long before the poll even on a loaded machine: the poll finds it at once.
             std::thread::sleep(Duration::from_millis(200));
-            assert_eq!(ready.poll_briefly(None), Some(2), "the slot and backoff were cleared");
+            assert_eq!(
+                ready.poll_briefly(None),
+                Some(2),
+                "the slot and backoff were cleared"
+            );
         }
     }
 }

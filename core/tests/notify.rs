@@ -81,6 +81,43 @@ async fn a_release_wakes_the_waiter_at_once() {
 }
 
 #[tokio::test]
+async fn a_release_wakes_one_waiter_of_a_client_the_longest_waiting() {
+    // Three waiters of one client queue behind a holder. Each release wakes only the waiter
+    // that has waited longest, so they get the lock in the order they came, one wake-up each;
+    // waking all three would cost 3 + 2 + 1 wake-ups and hand the lock out at random.
+    let c = cluster(3);
+    let client = client_with(&c, true, None).await;
+    let held = client.acquire(["notify:queue"]).await.unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut tasks = Vec::new();
+    for i in 0..3 {
+        let (client, tx) = (client.clone(), tx.clone());
+        tasks.push(tokio::spawn(async move {
+            let l = client
+                .acquire_with(["notify:queue"], &slow_poll())
+                .await
+                .unwrap();
+            tx.send(i).unwrap();
+            l.release().await.unwrap();
+        }));
+        // Long enough for its first attempt, its subscription and its vacancy check.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let before = client.metrics().wakeups;
+    let t0 = MonoTime::now();
+    held.release().await.unwrap();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    // Well inside the 2 s retry delay: every hand-off came from a notice.
+    let took = MonoTime::now().saturating_since(t0);
+    assert!(took < Duration::from_millis(1_500), "{took:?}");
+    let order: Vec<i32> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+    assert_eq!(order, vec![0, 1, 2]);
+    assert_eq!(client.metrics().wakeups - before, 3);
+}
+
+#[tokio::test]
 async fn without_notification_the_waiter_polls() {
     // The must-fail twin of the test above: with notification off, only the 2 s retry
     // delay brings the waiter back.

@@ -6,6 +6,14 @@
 //! RESP3 it is kept for simplicity), opened when the first waiter of the client listens and
 //! closed after [`IDLE_CLOSE`] without listeners. Waiters register in a registry shared by
 //! the client's nodes; a message on a channel marks its node in every waiter of that channel.
+//!
+//! One release wakes one waiter of the client per channel: the one that has waited longest
+//! (the channel's first listener), once it heard a quorum. The client's other waiters of that
+//! lock would only collide with it (a release frees the lock for one holder), and the longest
+//! waiter going first keeps the client's waiters in order. A woken waiter that loses its
+//! attempt stays first; one that wins leaves, and the next waiter is first from then on, with
+//! what it heard so far forgotten (that release went to the winner). One that leaves without
+//! trying (it gave up while a notice was pending) hands the notice on to the next.
 //! Commands reach a node's task through one queue, so a `SUBSCRIBE` and a later
 //! `UNSUBSCRIBE` of the same channel are sent in the order the registry decided them.
 //!
@@ -13,7 +21,7 @@
 //! ACL denies costs at most one normal retry delay, never correctness.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -42,10 +50,27 @@ pub(crate) fn channel(key: &[u8]) -> Vec<u8> {
 }
 
 /// What one waiting acquisition has heard since it last looked: one bit per node.
-#[derive(Default)]
 struct Heard {
     nodes: AtomicU64,
+    /// How many nodes must be heard from: a quorum, or every node whose subscription is live.
+    threshold: AtomicUsize,
     wake: Notify,
+}
+
+impl Heard {
+    fn new(threshold: usize) -> Self {
+        Heard {
+            nodes: AtomicU64::new(0),
+            threshold: AtomicUsize::new(threshold),
+            wake: Notify::new(),
+        }
+    }
+
+    /// Whether a release was heard from enough nodes since the last reset.
+    fn ready(&self) -> bool {
+        self.nodes.load(Ordering::Relaxed).count_ones() as usize
+            >= self.threshold.load(Ordering::Relaxed)
+    }
 }
 
 /// Which waiters listen on which channel; shared by the client's subscriber tasks.
@@ -55,11 +80,15 @@ struct Registry {
 }
 
 impl Registry {
+    /// A release of `channel` was heard from `node`: every waiter notes it, the first (the
+    /// longest waiting) is woken once it heard a quorum.
     fn deliver(&self, node: usize, channel: &[u8]) {
         if let Some(waiters) = lock(&self.channels).get(channel) {
             for w in waiters {
                 w.nodes.fetch_or(1 << (node % 64), Ordering::Relaxed);
-                w.wake.notify_one();
+            }
+            if let Some(first) = waiters.first().filter(|w| w.ready()) {
+                first.wake.notify_one();
             }
         }
     }
@@ -124,7 +153,7 @@ impl Notifier {
         quorum: usize,
         timeout: Duration,
     ) -> Option<Listener> {
-        let heard = Arc::new(Heard::default());
+        let heard = Arc::new(Heard::new(quorum));
         let channels: Vec<Vec<u8>> = keys.iter().map(|k| channel(k)).collect();
         {
             let mut map = lock(&self.registry.channels);
@@ -140,11 +169,10 @@ impl Notifier {
                 waiters.push(heard.clone());
             }
         }
-        let mut listener = Listener {
+        let listener = Listener {
             notifier: self.clone(),
             heard,
             channels,
-            threshold: quorum,
         };
         let acks = self.queues.iter().map(|q| {
             let (tx, rx) = oneshot::channel();
@@ -159,7 +187,10 @@ impl Notifier {
         }
         // With fewer live subscriptions than the quorum, every live node publishing is the
         // best evidence the waiter can get.
-        listener.threshold = quorum.min(live);
+        listener
+            .heard
+            .threshold
+            .store(quorum.min(live), Ordering::Relaxed);
         Some(listener)
     }
 }
@@ -170,7 +201,6 @@ pub(crate) struct Listener {
     notifier: Arc<Notifier>,
     heard: Arc<Heard>,
     channels: Vec<Vec<u8>>,
-    threshold: usize,
 }
 
 impl Listener {
@@ -182,25 +212,49 @@ impl Listener {
 
     /// Completes once releases were heard from the threshold's number of nodes (a quorum, or
     /// every node whose subscription is live) since the last [`reset`](Self::reset).
+    /// Only the client's longest waiter of a channel is woken this way (see the module's
+    /// documentation); the others keep their retry delay until they are first.
     pub(crate) async fn released(&self) {
         loop {
-            let seen = self.heard.nodes.load(Ordering::Relaxed).count_ones() as usize;
-            if seen >= self.threshold {
+            if self.heard.ready() && self.first() {
                 return;
             }
             self.heard.wake.notified().await;
         }
     }
+
+    /// Whether this is the client's longest waiter of one of its channels.
+    fn first(&self) -> bool {
+        let map = lock(&self.notifier.registry.channels);
+        self.channels.iter().any(|ch| {
+            map.get(ch)
+                .and_then(|w| w.first())
+                .is_some_and(|w| Arc::ptr_eq(w, &self.heard))
+        })
+    }
 }
 
 impl Drop for Listener {
     fn drop(&mut self) {
+        // A notice pending when this waiter leaves was not used by it: the next one gets it.
+        let unused = self.heard.ready();
         let mut map = lock(&self.notifier.registry.channels);
         for ch in &self.channels {
             let Some(waiters) = map.get_mut(ch) else {
                 continue;
             };
+            let was_first = waiters.first().is_some_and(|w| Arc::ptr_eq(w, &self.heard));
             waiters.retain(|w| !Arc::ptr_eq(w, &self.heard));
+            if let Some(next) = waiters.first().filter(|_| was_first) {
+                if unused {
+                    if next.ready() {
+                        next.wake.notify_one();
+                    }
+                } else {
+                    // This waiter tried after the notices it heard: they are spent.
+                    next.nodes.store(0, Ordering::Relaxed);
+                }
+            }
             if waiters.is_empty() {
                 map.remove(ch);
                 for q in &self.notifier.queues {
@@ -372,59 +426,100 @@ async fn sleep_until(at: Option<MonoTime>) {
 mod tests {
     use super::*;
 
-    /// A listener registered on `channel` with no subscriber tasks behind it.
-    fn listener(threshold: usize) -> (Arc<Notifier>, Listener) {
-        let notifier = Arc::new(Notifier {
+    /// A client's notifier with no subscriber tasks behind it.
+    fn notifier() -> Arc<Notifier> {
+        Arc::new(Notifier {
             registry: Arc::new(Registry::default()),
             queues: Vec::new(),
-        });
-        let heard = Arc::new(Heard::default());
+        })
+    }
+
+    /// A waiter listening on `k`'s channel after those already there.
+    fn join(notifier: &Arc<Notifier>, threshold: usize) -> Listener {
+        let heard = Arc::new(Heard::new(threshold));
         let ch = channel(b"k");
         lock(&notifier.registry.channels)
             .entry(ch.clone())
             .or_default()
             .push(heard.clone());
-        let l = Listener {
+        Listener {
             notifier: notifier.clone(),
             heard,
             channels: vec![ch],
-            threshold,
-        };
-        (notifier, l)
+        }
     }
 
+    /// Whether `l` is woken now (`released` completes at once when it is).
     async fn woken(l: &Listener) -> bool {
         tokio::time::timeout(Duration::from_millis(20), l.released())
             .await
             .is_ok()
     }
 
+    fn release(n: &Notifier, nodes: &[usize]) {
+        for &i in nodes {
+            n.registry.deliver(i, b"k:released");
+        }
+    }
+
     #[tokio::test]
     async fn notices_before_an_attempt_are_forgotten_and_the_next_quorum_wakes() {
-        let (n, l) = listener(2);
+        let n = notifier();
+        let l = join(&n, 2);
         // Notices from a quorum of nodes before an attempt ...
-        n.registry.deliver(0, b"k:released");
-        n.registry.deliver(1, b"k:released");
+        release(&n, &[0, 1]);
         // ... are forgotten when it starts, so its failure starts no second attempt.
         l.reset();
         assert!(!woken(&l).await);
         // The next release still wakes the waiter, but only once a quorum published.
-        n.registry.deliver(2, b"k:released");
+        release(&n, &[2]);
         assert!(!woken(&l).await, "one node is not a quorum");
-        n.registry.deliver(0, b"k:released");
+        release(&n, &[0]);
         assert!(woken(&l).await);
         // Other channels and repeated notices from one node do not count.
         l.reset();
         n.registry.deliver(0, b"other:released");
-        n.registry.deliver(1, b"k:released");
-        n.registry.deliver(1, b"k:released");
+        release(&n, &[1, 1]);
         assert!(!woken(&l).await);
+    }
+
+    #[tokio::test]
+    async fn one_release_wakes_the_longest_waiter_only() {
+        let n = notifier();
+        let (a, b, c) = (join(&n, 2), join(&n, 2), join(&n, 2));
+        release(&n, &[0, 1]);
+        assert!(woken(&a).await);
+        assert!(
+            !woken(&b).await && !woken(&c).await,
+            "one release, one waiter"
+        );
+        // a tries and loses: it stays first for the next release.
+        a.reset();
+        release(&n, &[2, 0]);
+        assert!(woken(&a).await);
+        assert!(!woken(&b).await);
+        // a tries and wins: b is first, and the release a answered does not wake it.
+        a.reset();
+        drop(a);
+        assert!(!woken(&b).await, "b was woken by a spent release");
+        release(&n, &[1, 2]);
+        assert!(woken(&b).await);
+        assert!(!woken(&c).await);
+    }
+
+    #[tokio::test]
+    async fn a_waiter_leaving_with_a_notice_unused_hands_it_on() {
+        let n = notifier();
+        let (a, b) = (join(&n, 2), join(&n, 2));
+        release(&n, &[0, 1]);
+        drop(a);
+        assert!(woken(&b).await);
     }
 
     #[test]
     fn the_last_listener_leaving_unregisters_its_channel() {
-        let (n, l) = listener(1);
-        drop(l);
+        let n = notifier();
+        drop(join(&n, 1));
         assert!(n.registry.is_empty());
     }
 }

@@ -273,7 +273,7 @@ fn a_failed_raise_fails_the_attempt_and_says_why() {
 #[test]
 fn releases_and_vacancies_shorten_the_wait() {
     let o = opts()
-        .retry_count(5)
+        .retry_count(20)
         .retry_delay(Duration::from_secs(1))
         .retry_jitter(Duration::ZERO);
     let mut m = machine(1, o);
@@ -288,21 +288,39 @@ fn releases_and_vacancies_shorten_the_wait() {
         !m.wants_release_notice() && !m.handle_released(2_100),
         "one wake-up per wait"
     );
-    let until = m.poll_timeout().unwrap();
-    assert!(
-        (2_000..2_000 + 1_000).contains(&until),
-        "within WAKE_SPREAD: {until}"
+    assert_eq!(
+        m.poll_timeout(),
+        Some(2_000),
+        "the call's first wake-up tries at once"
     );
-    m.handle_timeout(until);
-    let (sends, _) = drain(&mut m, until);
-    m.handle_answer(sends[0].0, 0, Ok(NodeKind::HeldByOther), until + 1);
-    let (_, rest) = drain(&mut m, until + 1);
+    m.handle_timeout(2_000);
+    let (sends, _) = drain(&mut m, 2_000);
+    // That attempt loses: another client's waiter competes, so wake-ups spread from now on.
+    m.handle_answer(sends[0].0, 0, Ok(NodeKind::HeldByOther), 2_001);
+    let (_, rest) = drain(&mut m, 2_001);
     assert!(
         rest.is_empty(),
         "Listen only before the first wait: {rest:?}"
     );
-    m.handle_vacant(until + 2);
-    assert_eq!(m.poll_timeout(), Some(until + 2));
+    let mut spreads = std::collections::BTreeSet::new();
+    let mut t = 3_000;
+    for _ in 0..8 {
+        assert!(m.handle_released(t));
+        let until = m.poll_timeout().unwrap();
+        assert!(
+            (t..t + 1_000).contains(&until),
+            "within WAKE_SPREAD: {until}"
+        );
+        spreads.insert(until - t);
+        m.handle_timeout(until);
+        let (sends, _) = drain(&mut m, until);
+        m.handle_answer(sends[0].0, 0, Ok(NodeKind::HeldByOther), until + 1);
+        drain(&mut m, until + 1);
+        t = until + 10_000;
+    }
+    assert!(spreads.len() > 4, "spread, not a fixed pause: {spreads:?}");
+    m.handle_vacant(t);
+    assert_eq!(m.poll_timeout(), Some(t));
 }
 
 #[test]
