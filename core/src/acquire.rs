@@ -11,11 +11,9 @@
 //! release that could slip between the failed attempt and the live subscription is caught by
 //! one `EXISTS` round right after subscribing: if a quorum of nodes no longer holds the keys,
 //! the next attempt follows at once. A release wakes one waiter of the client per lock, the
-//! longest waiting ([`crate::node::notify`]). Its attempt follows at once on the call's first
-//! wake-up, after `uniform(0, 1 ms)` once a woken attempt of the call lost (other clients'
-//! waiters compete and must not all collide), or after `uniform(0, 20 ms)` when this caller won
-//! some nodes in its last attempt (a split vote); such short delays run on
-//! [`crate::timer::Timer`]'s fine sleep, not on tokio's 1 ms tick.
+//! longest waiting ([`crate::node::notify`]). Its attempt follows at once, or after
+//! `uniform(0, 20 ms)` when this caller won some nodes in its last attempt (a split vote);
+//! short delays run on [`crate::timer::Timer`]'s fine sleep, not on tokio's 1 ms tick.
 //! Notices that arrive during an attempt are kept, unlike §9 says: a release that lands
 //! right after the attempt's request reached a node would otherwise cost a whole retry delay
 //! (seen in the hand-off benchmark); keeping it costs at most one extra attempt.

@@ -1,13 +1,13 @@
 //! The acquisition's timer. tokio's timer wheel has 1 ms slots and rounds every deadline up to
-//! the next one, so the sub-millisecond wake-up spread of the waiters woken by one release
-//! (`uniform(0, 1 ms)`, REDLOCK.md §9) would become "at the next tick" for all of them, and the
-//! waiters of one process would collide again. A deadline less than [`FINE_BELOW`] away
-//! therefore runs as a sleep of the OS (nanosecond resolution, tens of µs of slack) on
-//! tokio's blocking pool, at most [`FINE_MAX`] at once per process; longer ones on tokio's
-//! timer. Only wake-ups and the shortest retry delays are that close, so the thread hop it
-//! costs is rare. (A `timerfd` watched by the
-//! runtime would save the hop, but registering a file descriptor with tokio is `unsafe`,
-//! which the engine forbids.)
+//! the next one, so an attempt due now (after a release notice) or in a few hundred µs (the
+//! shortest split-vote spreads and retry delays) would wait for the next tick, and the waiters
+//! of one process due within one millisecond would all start on the same tick (until
+//! 2026-12-05 every waiter of a client woken by a release drew a `uniform(0, 1 ms)` spread).
+//! A deadline less than [`FINE_BELOW`] away therefore runs as a sleep of the OS (nanosecond
+//! resolution, tens of µs of slack) on tokio's blocking pool, at most [`FINE_MAX`] at once per
+//! process, and one already due fires at once; longer ones on tokio's timer. (A `timerfd`
+//! watched by the runtime would save the thread hop, but registering a file descriptor with
+//! tokio is `unsafe`, which the engine forbids.)
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};

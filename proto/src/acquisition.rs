@@ -30,14 +30,11 @@ use crate::report::{NodeKind, Report};
 use crate::round::{Answer, Tally};
 use crate::value::{self, Random, VALUE_BYTES};
 
-/// The longest pause before the attempt that follows a wake-up (REDLOCK.md §9), once an
-/// attempt of the call that followed a wake-up lost (other clients' waiters compete): the
-/// waiters woken by one release do not all collide. Measured with 32 waiting clients: 1 ms
-/// halves the time per hand-off against none; wider spreads gain nothing more. A call's first
-/// wake-up tries at once: a client wakes one waiter per release, which is alone unless other
-/// clients wait too.
-pub const WAKE_SPREAD: Duration = Duration::from_millis(1);
-/// The same after a split vote among waiters (REDLOCK.md §9: `uniform(0, 20 ms)`).
+/// The longest pause before the attempt that follows a wake-up when the waiter won some nodes
+/// in its last attempt, a split vote among waiters (REDLOCK.md §9: `uniform(0, 20 ms)`).
+/// Otherwise a wake-up tries at once: a client wakes one waiter per release, and a spread
+/// among the waiters of different clients (1 ms until 2026-12-05) gained nothing in the
+/// hand-off benchmark with 8 or 32 clients, and cost its mean when a releaser re-acquires.
 pub const SPLIT_SPREAD: Duration = Duration::from_millis(20);
 
 /// One configured node as the machine sees it.
@@ -144,8 +141,6 @@ struct Attempt {
     counters: Vec<Option<Vec<u64>>>,
     jitter: [u8; 8],
     spread: [u8; 8],
-    /// The attempt answers a release notice.
-    after_wake: bool,
 }
 
 #[derive(Debug)]
@@ -192,10 +187,6 @@ pub struct Acquisition {
     attempt: u32,
     round: u64,
     history: Vec<Report>,
-    /// The next attempt answers a release notice.
-    woken: bool,
-    /// An attempt that answered a release notice lost: wake-ups spread from then on.
-    contended: bool,
     state: State,
     out: VecDeque<Output>,
     #[cfg(feature = "mutants")]
@@ -235,8 +226,6 @@ impl Acquisition {
             attempt: 0,
             round: 0,
             history: Vec::new(),
-            woken: false,
-            contended: false,
             state: State::Ready,
             out: VecDeque::new(),
             #[cfg(feature = "mutants")]
@@ -401,7 +390,6 @@ impl Acquisition {
             return false;
         }
         w.woken = true;
-        self.woken = true;
         let spread = value::below(micros(w.spread_cap), w.spread);
         w.until = w.until.min(now_us.saturating_add(spread));
         true
@@ -502,7 +490,6 @@ impl Acquisition {
             counters: vec![None; self.members.len()],
             jitter,
             spread,
-            after_wake: std::mem::take(&mut self.woken),
         }));
     }
 
@@ -633,7 +620,6 @@ impl Acquisition {
         #[cfg(feature = "mutants")]
         let dirty = dirty.filter(|_| self.mutant != crate::mutant::Mutant::NoCleanup);
         let votes = round.count(NodeKind::Ok);
-        self.contended |= a.after_wake;
         let report = round.into_report();
         remember(&mut self.history, &report, MAX_ATTEMPT_REPORTS);
         let error = Error::new(kind, message)
@@ -674,8 +660,6 @@ impl Acquisition {
             // much wider.
             spread_cap: if votes > 0 {
                 SPLIT_SPREAD
-            } else if self.contended {
-                WAKE_SPREAD
             } else {
                 Duration::ZERO
             },

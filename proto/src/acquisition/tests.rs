@@ -273,7 +273,7 @@ fn a_failed_raise_fails_the_attempt_and_says_why() {
 #[test]
 fn releases_and_vacancies_shorten_the_wait() {
     let o = opts()
-        .retry_count(20)
+        .retry_count(5)
         .retry_delay(Duration::from_secs(1))
         .retry_jitter(Duration::ZERO);
     let mut m = machine(1, o);
@@ -288,39 +288,50 @@ fn releases_and_vacancies_shorten_the_wait() {
         !m.wants_release_notice() && !m.handle_released(2_100),
         "one wake-up per wait"
     );
-    assert_eq!(
-        m.poll_timeout(),
-        Some(2_000),
-        "the call's first wake-up tries at once"
-    );
+    assert_eq!(m.poll_timeout(), Some(2_000), "a wake-up tries at once");
     m.handle_timeout(2_000);
     let (sends, _) = drain(&mut m, 2_000);
-    // That attempt loses: another client's waiter competes, so wake-ups spread from now on.
     m.handle_answer(sends[0].0, 0, Ok(NodeKind::HeldByOther), 2_001);
     let (_, rest) = drain(&mut m, 2_001);
     assert!(
         rest.is_empty(),
         "Listen only before the first wait: {rest:?}"
     );
-    let mut spreads = std::collections::BTreeSet::new();
-    let mut t = 3_000;
-    for _ in 0..8 {
-        assert!(m.handle_released(t));
-        let until = m.poll_timeout().unwrap();
-        assert!(
-            (t..t + 1_000).contains(&until),
-            "within WAKE_SPREAD: {until}"
-        );
-        spreads.insert(until - t);
-        m.handle_timeout(until);
-        let (sends, _) = drain(&mut m, until);
-        m.handle_answer(sends[0].0, 0, Ok(NodeKind::HeldByOther), until + 1);
-        drain(&mut m, until + 1);
-        t = until + 10_000;
-    }
-    assert!(spreads.len() > 4, "spread, not a fixed pause: {spreads:?}");
+    let t = 3_000;
     m.handle_vacant(t);
     assert_eq!(m.poll_timeout(), Some(t));
+}
+
+#[test]
+fn a_waiter_that_split_the_vote_spreads_its_next_attempt() {
+    let o = opts()
+        .retry_count(50)
+        .retry_delay(Duration::from_secs(1))
+        .retry_jitter(Duration::ZERO);
+    let mut m = machine(3, o);
+    let mut pauses = std::collections::BTreeSet::new();
+    let mut t = 1_000;
+    for _ in 0..8 {
+        let (sends, _) = drain(&mut m, t);
+        let round = sends[0].0;
+        // One vote of three: a split vote, whose cleanup runs before the wait.
+        m.handle_answer(round, 0, Ok(NodeKind::Ok), t + 1);
+        m.handle_answer(round, 1, Ok(NodeKind::HeldByOther), t + 2);
+        m.handle_answer(round, 2, Ok(NodeKind::HeldByOther), t + 3);
+        drain(&mut m, t + 3);
+        m.handle_cleaned(t + 4);
+        assert!(m.handle_released(t + 5));
+        let until = m.poll_timeout().unwrap();
+        assert!(
+            (t + 5..t + 5 + 20_000).contains(&until),
+            "within SPLIT_SPREAD: {until}"
+        );
+        pauses.insert(until - t - 5);
+        m.handle_timeout(until);
+        t = until + 100_000;
+        m.handle_timeout(t);
+    }
+    assert!(pauses.len() > 4, "spread, not a fixed pause: {pauses:?}");
 }
 
 #[test]
