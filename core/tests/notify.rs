@@ -70,7 +70,8 @@ async fn a_release_wakes_the_waiter_at_once() {
     assert_eq!(waiter.metrics().wakeups, 1);
     // Listening ends with the call: every node's channel loses its subscriber.
     let channel = [waiter.key("notify:wake"), b":released".to_vec()].concat();
-    for _ in 0..100 {
+    // (after the 1 s a channel stays subscribed for a client that waits again)
+    for _ in 0..400 {
         let subscribed: i64 = (0..c.len()).map(|i| numsub(&c, i, &channel)).sum();
         if subscribed == 0 {
             return;
@@ -115,6 +116,37 @@ async fn a_release_wakes_one_waiter_of_a_client_the_longest_waiting() {
     let order: Vec<i32> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
     assert_eq!(order, vec![0, 1, 2]);
     assert_eq!(client.metrics().wakeups - before, 3);
+}
+
+#[tokio::test]
+async fn a_client_waiting_again_soon_keeps_its_subscription() {
+    // A worker that waits for one lock again and again subscribes once, not once per wait.
+    let c = cluster(3);
+    let holder = client_with(&c, true, None).await;
+    let waiter = client_with(&c, true, None).await;
+    let subscribes = |c: &Cluster| {
+        (0..c.len())
+            .map(|i| calls(c, i, &["subscribe"]))
+            .sum::<i64>()
+    };
+    let before = subscribes(&c);
+    for _ in 0..2 {
+        let lock = holder.acquire(["notify:again"]).await.unwrap();
+        let w = waiter.clone();
+        let task = tokio::spawn(async move {
+            let l = w.acquire_with(["notify:again"], &slow_poll()).await;
+            l.unwrap().release().await.unwrap();
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        lock.release().await.unwrap();
+        task.await.unwrap();
+    }
+    assert_eq!(waiter.metrics().wakeups, 2, "both waits ended by a notice");
+    assert_eq!(
+        subscribes(&c) - before,
+        3,
+        "one SUBSCRIBE per node for both waits"
+    );
 }
 
 #[tokio::test]

@@ -4,7 +4,8 @@
 //!
 //! Each node has one subscriber task with its own pub/sub connection (RESP2 needs one; under
 //! RESP3 it is kept for simplicity), opened when the first waiter of the client listens and
-//! closed after [`IDLE_CLOSE`] without listeners. Waiters register in a registry shared by
+//! closed after [`IDLE_CLOSE`] without listeners; a channel stays subscribed for [`LINGER`]
+//! after its last listener left. Waiters register in a registry shared by
 //! the client's nodes; a message on a channel marks its node in every waiter of that channel.
 //!
 //! One release wakes one waiter of the client per channel: the one that has waited longest
@@ -38,6 +39,10 @@ use crate::warning::{Warning, WarningKind};
 
 /// How long a node's pub/sub connection stays open without listeners.
 const IDLE_CLOSE: Duration = Duration::from_secs(30);
+/// How long a channel stays subscribed after its last listener left: a client that waits for
+/// one lock again and again (a worker that takes it in turn with other processes) then sends
+/// no `UNSUBSCRIBE` and `SUBSCRIBE` per wait.
+const LINGER: Duration = Duration::from_secs(1);
 /// The pause before reconnecting a lost pub/sub connection that still has listeners.
 const RECONNECT_DELAY: Duration = Duration::from_millis(250);
 
@@ -137,6 +142,7 @@ impl Notifier {
                     registry: registry.clone(),
                     conn: None,
                     denied: false,
+                    lingering: HashMap::new(),
                 };
                 runtime.spawn(task.run(rx));
                 tx
@@ -276,6 +282,8 @@ struct Subscriber {
     conn: Option<(PubSubSink, PubSubStream)>,
     /// The ACL denies SUBSCRIBE on this connection (warned once per connection).
     denied: bool,
+    /// Channels of this connection without listeners, and when to unsubscribe them.
+    lingering: HashMap<Vec<u8>, MonoTime>,
 }
 
 impl Subscriber {
@@ -292,8 +300,9 @@ impl Subscriber {
                         self.subscribe(&ch).await;
                     }
                     Some(Cmd::Unsubscribe(ch)) => {
-                        self.unsubscribe(&ch).await;
-                        if self.registry.is_empty() {
+                        if self.conn.is_some() {
+                            self.lingering.insert(ch, MonoTime::now() + LINGER);
+                        } else if self.registry.is_empty() {
                             idle_since = Some(MonoTime::now());
                         }
                     }
@@ -313,6 +322,12 @@ impl Subscriber {
                         retry_at = Some(MonoTime::now() + RECONNECT_DELAY);
                     }
                 },
+                () = sleep_until(self.lingering.values().min().copied()), if !self.lingering.is_empty() => {
+                    self.unsubscribe_expired().await;
+                    if self.registry.is_empty() && self.lingering.is_empty() {
+                        idle_since = Some(MonoTime::now());
+                    }
+                }
                 () = sleep_until(idle_close), if self.conn.is_some() => {
                     tracing::debug!(node = self.index, "closing the idle pub/sub connection");
                     self.conn = None;
@@ -345,6 +360,8 @@ impl Subscriber {
         let (sink, stream) = pubsub.split();
         self.conn = Some((sink, stream));
         self.denied = false;
+        // A new connection has only the subscriptions made below.
+        self.lingering.clear();
         for ch in self.registry.all() {
             if !self.send(true, &ch).await {
                 break;
@@ -357,16 +374,28 @@ impl Subscriber {
         if self.conn.is_none() {
             // Connecting subscribes every registered channel, this one included.
             self.connect().await;
+        } else if self.lingering.remove(ch).is_some() {
+            // Still subscribed on this connection.
         } else if self.registry.has(ch) {
             self.send(true, ch).await;
         }
     }
 
-    async fn unsubscribe(&mut self, ch: &[u8]) {
-        // A listener may have arrived since the decision; its SUBSCRIBE is queued after us
-        // and re-subscribes.
-        if self.conn.is_some() {
-            self.send(false, ch).await;
+    /// Unsubscribes the lingering channels whose time came and that found no new listener.
+    async fn unsubscribe_expired(&mut self) {
+        let now = MonoTime::now();
+        let due: Vec<Vec<u8>> = self
+            .lingering
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(ch, _)| ch.clone())
+            .collect();
+        for ch in due {
+            self.lingering.remove(&ch);
+            // A listener that arrived since has its SUBSCRIBE queued: it keeps the channel.
+            if self.conn.is_some() && !self.registry.has(&ch) {
+                self.send(false, &ch).await;
+            }
         }
     }
 

@@ -94,3 +94,26 @@ pub async fn lock_and_release(client: &Client, resource: &str) {
         .await
         .unwrap();
 }
+
+/// How many times node `i` ran the commands in `names` (lower case), from `INFO commandstats`.
+pub fn calls(c: &Cluster, i: usize, names: &[&str]) -> i64 {
+    let Reply::Bulk(b) = c.command(i, &[b"INFO", b"commandstats"]).unwrap() else {
+        panic!("INFO commandstats is not a bulk reply");
+    };
+    String::from_utf8_lossy(&b)
+        .lines()
+        .filter_map(|l| {
+            let (name, stats) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+            if !names.contains(&name) {
+                return None;
+            }
+            stats
+                .split("calls=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<i64>()
+                .ok()
+        })
+        .sum()
+}
