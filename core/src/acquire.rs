@@ -10,7 +10,7 @@
 //! acquisition a `SUBSCRIBE` / `UNSUBSCRIBE` pair per node, although most never wait. The
 //! release that could slip between the failed attempt and the live subscription is caught by
 //! one `EXISTS` round right after subscribing: if a quorum of nodes no longer holds the keys,
-//! the next attempt follows at once. A release wakes one waiter of the client per lock, the
+//! the next attempt follows at once. A release wakes one waiter of the client per key, the
 //! longest waiting ([`crate::node::notify`]). Its attempt follows at once, or after
 //! `uniform(0, 20 ms)` when this caller won some nodes in its last attempt (a split vote);
 //! short delays run on [`crate::timer::Timer`]'s fine sleep, not on tokio's 1 ms tick.
@@ -356,6 +356,11 @@ async fn attempts(
                 }
                 Output::Done(Ok(grant)) => {
                     tracing::debug!(attempt = grant.attempts, "acquired");
+                    // Notices heard during the winning attempt were answered by it: the
+                    // client's next waiter must not be handed them.
+                    if let Some(l) = &d.listener {
+                        l.reset();
+                    }
                     let (keys, opts) = (d.keys.clone(), d.m.options().clone());
                     return Ok(Lock::new(granted(inner, resources, keys, opts, grant)));
                 }

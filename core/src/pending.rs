@@ -267,6 +267,8 @@ mod tests {
             // after_fork clears the backoff and the slot.
             SPINNING.store(true, Ordering::Release);
             after_fork();
+            assert_eq!(SKIP.load(Ordering::Relaxed), 0);
+            assert!(!SPINNING.load(Ordering::Acquire));
             let ready = Pending::spawn(async { 2 }).expect("runtime");
             // Done long before the poll even on a loaded machine: the poll finds it at once.
             std::thread::sleep(Duration::from_millis(200));

@@ -9,19 +9,20 @@
 //! the client's nodes; a message on a channel marks its node in every waiter of that channel.
 //!
 //! One release wakes one waiter of the client per channel: the one that has waited longest
-//! (the channel's first listener), once it heard a quorum. The client's other waiters of that
-//! lock would only collide with it (a release frees the lock for one holder), and the longest
-//! waiter going first keeps the client's waiters in order. A woken waiter that loses its
-//! attempt stays first; one that wins leaves, and the next waiter is first from then on, with
-//! what it heard so far forgotten (that release went to the winner). One that leaves without
-//! trying (it gave up while a notice was pending) hands the notice on to the next.
-//! Commands reach a node's task through one queue, so a `SUBSCRIBE` and a later
+//! (the channel's first listener), once it heard a quorum; waiters for several keys ahead of
+//! it are woken too, since their other keys may keep them waiting (see [`turn`]). The client's
+//! other waiters of that key would only collide with it (a release frees the lock for one
+//! holder). A woken waiter that loses its attempt stays first. When the first leaves, the
+//! next gets what the leaver heard since its last attempt: nothing after a win (the driver
+//! resets a winner: that release was its), the pending notice of one that gave up.
+//! The others still retry on their own delays, so the order among a client's waiters is
+//! the order of notified hand-overs, not a strict queue. Commands reach a node's task through one queue, so a `SUBSCRIBE` and a later
 //! `UNSUBSCRIBE` of the same channel are sent in the order the registry decided them.
 //!
 //! Notifications are hints: a lost message, a dropped pub/sub connection or a channel the
 //! ACL denies costs at most one normal retry delay, never correctness.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -59,14 +60,17 @@ struct Heard {
     nodes: AtomicU64,
     /// How many nodes must be heard from: a quorum, or every node whose subscription is live.
     threshold: AtomicUsize,
+    /// Whether the acquisition waits for more than one key.
+    multi: bool,
     wake: Notify,
 }
 
 impl Heard {
-    fn new(threshold: usize) -> Self {
+    fn new(threshold: usize, keys: usize) -> Self {
         Heard {
             nodes: AtomicU64::new(0),
             threshold: AtomicUsize::new(threshold),
+            multi: keys > 1,
             wake: Notify::new(),
         }
     }
@@ -84,16 +88,27 @@ struct Registry {
     channels: Mutex<HashMap<Vec<u8>, Vec<Arc<Heard>>>>,
 }
 
+/// The waiters of a channel whose turn it is: the longest waiting one, and before it any
+/// waiter for several keys (whose other keys may keep it waiting: it must not hold up the
+/// waiters behind it).
+fn turn(waiters: &[Arc<Heard>]) -> &[Arc<Heard>] {
+    let end = waiters
+        .iter()
+        .position(|w| !w.multi)
+        .map_or(waiters.len(), |i| i + 1);
+    &waiters[..end]
+}
+
 impl Registry {
-    /// A release of `channel` was heard from `node`: every waiter notes it, the first (the
-    /// longest waiting) is woken once it heard a quorum.
+    /// A release of `channel` was heard from `node`: every waiter notes it, those whose
+    /// turn it is are woken once they heard a quorum.
     fn deliver(&self, node: usize, channel: &[u8]) {
         if let Some(waiters) = lock(&self.channels).get(channel) {
             for w in waiters {
                 w.nodes.fetch_or(1 << (node % 64), Ordering::Relaxed);
             }
-            if let Some(first) = waiters.first().filter(|w| w.ready()) {
-                first.wake.notify_one();
+            for w in turn(waiters).iter().filter(|w| w.ready()) {
+                w.wake.notify_one();
             }
         }
     }
@@ -142,6 +157,7 @@ impl Notifier {
                     registry: registry.clone(),
                     conn: None,
                     denied: false,
+                    subscribed: HashSet::new(),
                     lingering: HashMap::new(),
                 };
                 runtime.spawn(task.run(rx));
@@ -159,7 +175,7 @@ impl Notifier {
         quorum: usize,
         timeout: Duration,
     ) -> Option<Listener> {
-        let heard = Arc::new(Heard::new(quorum));
+        let heard = Arc::new(Heard::new(quorum, keys.len()));
         let channels: Vec<Vec<u8>> = keys.iter().map(|k| channel(k)).collect();
         {
             let mut map = lock(&self.registry.channels);
@@ -222,43 +238,46 @@ impl Listener {
     /// documentation); the others keep their retry delay until they are first.
     pub(crate) async fn released(&self) {
         loop {
-            if self.heard.ready() && self.first() {
+            if self.woken() {
                 return;
             }
             self.heard.wake.notified().await;
         }
     }
 
-    /// Whether this is the client's longest waiter of one of its channels.
-    fn first(&self) -> bool {
+    /// Whether this waiter heard a release and it is its turn on one of its channels (read
+    /// under the registry's lock, which a leaving waiter's hand-over also takes).
+    fn woken(&self) -> bool {
         let map = lock(&self.notifier.registry.channels);
-        self.channels.iter().any(|ch| {
-            map.get(ch)
-                .and_then(|w| w.first())
-                .is_some_and(|w| Arc::ptr_eq(w, &self.heard))
-        })
+        self.heard.ready()
+            && self.channels.iter().any(|ch| {
+                map.get(ch)
+                    .is_some_and(|w| turn(w).iter().any(|w| Arc::ptr_eq(w, &self.heard)))
+            })
     }
 }
 
 impl Drop for Listener {
     fn drop(&mut self) {
-        // A notice pending when this waiter leaves was not used by it: the next one gets it.
-        let unused = self.heard.ready();
         let mut map = lock(&self.notifier.registry.channels);
+        // What this waiter heard since its last attempt (none after a grant: the driver
+        // resets a winner) goes to the waiters whose turn comes now.
+        let heard = self.heard.nodes.load(Ordering::Relaxed);
         for ch in &self.channels {
             let Some(waiters) = map.get_mut(ch) else {
                 continue;
             };
-            let was_first = waiters.first().is_some_and(|w| Arc::ptr_eq(w, &self.heard));
-            waiters.retain(|w| !Arc::ptr_eq(w, &self.heard));
-            if let Some(next) = waiters.first().filter(|_| was_first) {
-                if unused {
+            let Some(at) = waiters.iter().position(|w| Arc::ptr_eq(w, &self.heard)) else {
+                continue;
+            };
+            let closed_the_turn = turn(waiters).len() == at + 1 && !self.heard.multi;
+            waiters.remove(at);
+            if closed_the_turn {
+                for next in &turn(waiters)[at..] {
+                    next.nodes.store(heard, Ordering::Relaxed);
                     if next.ready() {
                         next.wake.notify_one();
                     }
-                } else {
-                    // This waiter tried after the notices it heard: they are spent.
-                    next.nodes.store(0, Ordering::Relaxed);
                 }
             }
             if waiters.is_empty() {
@@ -282,7 +301,9 @@ struct Subscriber {
     conn: Option<(PubSubSink, PubSubStream)>,
     /// The ACL denies SUBSCRIBE on this connection (warned once per connection).
     denied: bool,
-    /// Channels of this connection without listeners, and when to unsubscribe them.
+    /// Channels subscribed on this connection (not denied).
+    subscribed: HashSet<Vec<u8>>,
+    /// Subscribed channels without listeners, and when to unsubscribe them.
     lingering: HashMap<Vec<u8>, MonoTime>,
 }
 
@@ -300,9 +321,9 @@ impl Subscriber {
                         self.subscribe(&ch).await;
                     }
                     Some(Cmd::Unsubscribe(ch)) => {
-                        if self.conn.is_some() {
+                        if self.conn.is_some() && self.subscribed.contains(&ch) {
                             self.lingering.insert(ch, MonoTime::now() + LINGER);
-                        } else if self.registry.is_empty() {
+                        } else if self.registry.is_empty() && self.lingering.is_empty() {
                             idle_since = Some(MonoTime::now());
                         }
                     }
@@ -319,7 +340,6 @@ impl Subscriber {
                     None => {
                         tracing::debug!(node = self.index, "pub/sub connection lost");
                         self.conn = None;
-                        retry_at = Some(MonoTime::now() + RECONNECT_DELAY);
                     }
                 },
                 () = sleep_until(self.lingering.values().min().copied()), if !self.lingering.is_empty() => {
@@ -335,9 +355,18 @@ impl Subscriber {
                 }
                 () = sleep_until(retry_at), if self.conn.is_none() => {
                     retry_at = None;
-                    if !self.registry.is_empty() && !self.connect().await {
-                        retry_at = Some(MonoTime::now() + RECONNECT_DELAY);
+                    if !self.registry.is_empty() {
+                        self.connect().await;
                     }
+                }
+            }
+            if self.conn.is_none() {
+                // Whatever dropped the connection (a loss, a failed command, idleness), its
+                // subscriptions are gone; listeners left get a new one after a pause.
+                self.subscribed.clear();
+                self.lingering.clear();
+                if retry_at.is_none() && !self.registry.is_empty() {
+                    retry_at = Some(MonoTime::now() + RECONNECT_DELAY);
                 }
             }
         }
@@ -361,6 +390,7 @@ impl Subscriber {
         self.conn = Some((sink, stream));
         self.denied = false;
         // A new connection has only the subscriptions made below.
+        self.subscribed.clear();
         self.lingering.clear();
         for ch in self.registry.all() {
             if !self.send(true, &ch).await {
@@ -376,7 +406,7 @@ impl Subscriber {
             self.connect().await;
         } else if self.lingering.remove(ch).is_some() {
             // Still subscribed on this connection.
-        } else if self.registry.has(ch) {
+        } else if self.registry.has(ch) && !self.subscribed.contains(ch) {
             self.send(true, ch).await;
         }
     }
@@ -411,7 +441,14 @@ impl Subscriber {
             tokio::time::timeout(self.timeout, sink.unsubscribe(ch)).await
         };
         let e = match r {
-            Ok(Ok(())) => return true,
+            Ok(Ok(())) => {
+                if subscribe {
+                    self.subscribed.insert(ch.to_vec());
+                } else {
+                    self.subscribed.remove(ch);
+                }
+                return true;
+            }
             Ok(Err(e)) => e,
             Err(_) => {
                 tracing::debug!(node = self.index, "pub/sub command timed out; reconnecting");
@@ -465,16 +502,22 @@ mod tests {
 
     /// A waiter listening on `k`'s channel after those already there.
     fn join(notifier: &Arc<Notifier>, threshold: usize) -> Listener {
-        let heard = Arc::new(Heard::new(threshold));
-        let ch = channel(b"k");
-        lock(&notifier.registry.channels)
-            .entry(ch.clone())
-            .or_default()
-            .push(heard.clone());
+        join_keys(notifier, threshold, &[b"k"])
+    }
+
+    /// A waiter listening on the channels of `keys` after those already there.
+    fn join_keys(notifier: &Arc<Notifier>, threshold: usize, keys: &[&[u8]]) -> Listener {
+        let heard = Arc::new(Heard::new(threshold, keys.len()));
+        let channels: Vec<Vec<u8>> = keys.iter().map(|k| channel(k)).collect();
+        let mut map = lock(&notifier.registry.channels);
+        for ch in &channels {
+            map.entry(ch.clone()).or_default().push(heard.clone());
+        }
+        drop(map);
         Listener {
             notifier: notifier.clone(),
             heard,
-            channels: vec![ch],
+            channels,
         }
     }
 
@@ -543,6 +586,33 @@ mod tests {
         release(&n, &[0, 1]);
         drop(a);
         assert!(woken(&b).await);
+        // Half a release heard by the first when it leaves is not lost either.
+        let c = join(&n, 2);
+        b.reset();
+        release(&n, &[2]);
+        drop(b);
+        assert!(!woken(&c).await, "one node is not a quorum");
+        release(&n, &[0]);
+        assert!(
+            woken(&c).await,
+            "the notice heard before the hand-over counts"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_waiter_for_several_keys_does_not_hold_up_the_next() {
+        let n = notifier();
+        // a waits for k and j (j may stay held), b for k only, c behind b.
+        let a = join_keys(&n, 2, &[b"k", b"j"]);
+        let (b, c) = (join(&n, 2), join(&n, 2));
+        release(&n, &[0, 1]);
+        assert!(woken(&a).await && woken(&b).await);
+        assert!(!woken(&c).await, "b's turn ends the turn");
+        // A release of j alone wakes a, whose turn it is there.
+        a.reset();
+        n.registry.deliver(0, b"j:released");
+        n.registry.deliver(1, b"j:released");
+        assert!(woken(&a).await);
     }
 
     #[test]
