@@ -21,7 +21,8 @@ fn sha(script: Script) -> &'static str {
 }
 
 /// The redis-rs command for `command`: scripts as `EVALSHA`, or `EVAL` with the source when
-/// `fallback` is set. The second value is true for scripts (which may need the fallback).
+/// `fallback` is set or the script takes keys. The second value is true for an `EVALSHA`
+/// (which may need the fallback).
 ///
 /// The command's buffers are sized once up front: built argument by argument, a `Cmd` grows
 /// its buffer several times, which cost more than the rest of the request's client side.
@@ -47,6 +48,10 @@ pub(crate) fn cmd(command: &Command, fallback: bool) -> (Cmd, bool) {
             (c, false)
         }
         Command::Eval { script, keys, args } => {
+            // A script that takes keys goes out whole: its `EVAL` after a `NOSCRIPT` would be
+            // a second request, which could run after a later release or cleanup of the same
+            // value on this connection and so leave a key behind until its ttl.
+            let fallback = fallback || takes_keys(*script);
             let body = if fallback {
                 script.source()
             } else {
@@ -67,9 +72,17 @@ pub(crate) fn cmd(command: &Command, fallback: bool) -> (Cmd, bool) {
             for a in args {
                 c.arg(a.as_slice());
             }
-            (c, true)
+            (c, !fallback)
         }
     }
+}
+
+/// Whether `script` writes keys that did not hold the caller's value (an acquisition).
+fn takes_keys(script: Script) -> bool {
+    matches!(
+        script,
+        Script::AcquireMulti | Script::FencedAcquire | Script::Raise
+    )
 }
 
 /// A redis-rs reply as the protocol's; shapes the protocol never expects become data that
@@ -145,6 +158,19 @@ mod tests {
         assert!(text.contains("\r\n2\r\n"));
         let (c, _) = cmd(&release, true);
         assert!(String::from_utf8_lossy(&c.get_packed_command()).contains("redis.call('DEL'"));
+        // Scripts that take keys always go out whole, with no second request on NOSCRIPT.
+        for c in [
+            command::acquire(&keys, "v", 7),
+            command::fenced_acquire(&keys, "v", 1, 2),
+            command::raise(&keys, "v", &[3], 4),
+        ] {
+            let (got, script) = cmd(&c, false);
+            let text = String::from_utf8_lossy(&got.get_packed_command()).into_owned();
+            assert!(
+                !script && text.contains("EVAL\r\n") && !text.contains("EVALSHA"),
+                "{c:?}"
+            );
+        }
         let (c, script) = cmd(&command::acquire(&keys[..1], "v", 10), false);
         assert!(!script);
         assert!(String::from_utf8_lossy(&c.get_packed_command()).contains("NX"));
