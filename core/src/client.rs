@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tokio::runtime::Handle;
 
+use crate::batch::Batcher;
 use crate::cancel::CancelToken;
 use crate::config::{
     self, ClientSettings, EvictionCheck, KeyFormat, LockOptions, Quarantine, Timing,
@@ -34,6 +35,8 @@ pub(crate) struct Inner {
     pub(crate) stats: ClientStats,
     /// Bounds the automatic extensions in flight at once (see `watchdog`).
     pub(crate) extend_permits: tokio::sync::Semaphore,
+    /// Sends the automatic extensions in batches; started with the first one.
+    batcher: std::sync::OnceLock<Batcher>,
     /// Whether releases publish on the key's channel (REDLOCK.md §9).
     pub(crate) notify: bool,
     /// The subscribers waiting acquisitions listen through; `None` with notification off.
@@ -56,6 +59,12 @@ impl Inner {
                 "this client was created in another process (before fork()); create a new client in this process",
             ))
         }
+    }
+
+    /// The client's extension batcher (started on first use).
+    pub(crate) fn batcher(&self) -> &Batcher {
+        self.batcher
+            .get_or_init(|| Batcher::start(&self.runtime, self.nodes.clone()))
     }
 
     /// `<prefix>{<resource>}`, or `<prefix><resource>` with [`KeyFormat::Bare`].
@@ -341,6 +350,7 @@ impl ClientBuilder {
             runtime,
             stats: ClientStats::default(),
             extend_permits: tokio::sync::Semaphore::new(crate::watchdog::MAX_IN_FLIGHT),
+            batcher: std::sync::OnceLock::new(),
             notify: s.notify,
             notifier,
             pid: std::process::id(),

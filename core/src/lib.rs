@@ -24,6 +24,7 @@
 #![forbid(unsafe_code)]
 
 mod acquire;
+mod batch;
 /// The protocol's modules, under the names the engine has always used.
 pub(crate) use quorumlock_proto::{config, error, report};
 mod admin;

@@ -255,7 +255,7 @@ impl Lock {
     /// or `ValidityTooShort` (transient: the lock stays held until its old deadline),
     /// `InvalidArgument` (released, bad ttl, another process).
     pub async fn extend(&self, ttl: Duration) -> Result<()> {
-        extend(&self.shared, ttl).await
+        extend(&self.shared, ttl, Via::Alone).await
     }
 
     /// Releases the lock on every node (compare-and-delete) and returns the per-node report.
@@ -349,9 +349,18 @@ pub(crate) fn next_extend(
     })
 }
 
-pub(crate) async fn extend(shared: &Shared, ttl: Duration) -> Result<()> {
+/// How an extend round goes out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Via {
+    /// Its own requests (an explicit `extend`).
+    Alone,
+    /// In the client's next extension batch (the watchdog; see `batch`).
+    Batched,
+}
+
+pub(crate) async fn extend(shared: &Shared, ttl: Duration, via: Via) -> Result<()> {
     let start = MonoTime::now();
-    let result = extend_once(shared, ttl).await;
+    let result = extend_once(shared, ttl, via).await;
     let outcome = result.as_ref().map(|_| ()).map_err(Error::kind);
     shared
         .grant
@@ -363,7 +372,7 @@ pub(crate) async fn extend(shared: &Shared, ttl: Duration) -> Result<()> {
     result
 }
 
-async fn extend_once(shared: &Shared, ttl: Duration) -> Result<()> {
+async fn extend_once(shared: &Shared, ttl: Duration, via: Via) -> Result<()> {
     let g = &shared.grant;
     g.inner.check_process()?;
     let _op = shared.op.lock().await;
@@ -391,12 +400,25 @@ async fn extend_once(shared: &Shared, ttl: Duration) -> Result<()> {
         }
     };
     let ttl_ms = extend.ttl_ms();
-    let prepared = Prepared::new(command::extend(&g.keys, &g.value, ttl_ms));
-    let round = quorum::round(&g.inner.nodes, extend.timeout(), Decide::AtQuorum, |node| {
-        let (keys, value, prepared) = (g.keys.clone(), g.value.clone(), prepared.clone());
-        async move { node.extend(&keys, &value, ttl_ms, Some(&prepared)).await }
-    })
-    .await;
+    let batched = match via {
+        Via::Batched => {
+            let deadline = MonoTime::from_micros(extend.t1_us()) + extend.timeout();
+            let batcher = g.inner.batcher();
+            batcher.extend(&g.keys, &g.value, ttl_ms, deadline).await
+        }
+        Via::Alone => None,
+    };
+    let round = match batched {
+        Some(round) => round,
+        None => {
+            let prepared = Prepared::new(command::extend(&g.keys, &g.value, ttl_ms));
+            quorum::round(&g.inner.nodes, extend.timeout(), Decide::AtQuorum, |node| {
+                let (keys, value, prepared) = (g.keys.clone(), g.value.clone(), prepared.clone());
+                async move { node.extend(&keys, &value, ttl_ms, Some(&prepared)).await }
+            })
+            .await
+        }
+    };
     let t2 = MonoTime::now().as_micros();
     let outcome =
         lock_state(shared)

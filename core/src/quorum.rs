@@ -15,7 +15,7 @@ use crate::node::{Node, NodeFailure};
 use crate::report::{NodeKind, NodeResult};
 
 /// How long requests still in flight when a round ends are kept alive in the background.
-const DRAIN_BOUND: Duration = Duration::from_secs(30);
+pub(crate) const DRAIN_BOUND: Duration = Duration::from_secs(30);
 
 /// Runs `op` on every node in parallel, each bounded by `deadline` from now.
 ///
@@ -44,23 +44,12 @@ where
     // Poll every request once before looking at any reply, so each one is written (queued
     // on its connection) before the round can be decided: a request first polled after the
     // decision could land behind the cleanup of a failed attempt and leave its key behind.
-    let mut first = Vec::with_capacity(n);
     let mut pending: Vec<(usize, Pin<Box<Fut>>)> = nodes
         .iter()
         .enumerate()
         .map(|(i, node)| (i, Box::pin(op(node.clone()))))
         .collect();
-    std::future::poll_fn(|cx| {
-        pending.retain_mut(|(i, fut)| match fut.as_mut().poll(cx) {
-            Poll::Ready(outcome) => {
-                first.push((*i, outcome));
-                false
-            }
-            Poll::Pending => true,
-        });
-        Poll::Ready(())
-    })
-    .await;
+    let first = poll_all(&mut pending).await;
     let (mut ok, mut answered) = (0usize, 0usize);
     let mut record = |i: usize, outcome: Result<NodeKind, NodeFailure>| {
         answered += 1;
@@ -125,6 +114,26 @@ where
         }));
     }
     Round { results }
+}
+
+/// Polls each of `pending` once and returns those that finished, removed from it.
+pub(crate) async fn poll_all<T, Fut>(pending: &mut Vec<(usize, Pin<Box<Fut>>)>) -> Vec<(usize, T)>
+where
+    Fut: Future<Output = T> + ?Sized,
+{
+    let mut done = Vec::new();
+    std::future::poll_fn(|cx| {
+        pending.retain_mut(|(i, fut)| match fut.as_mut().poll(cx) {
+            Poll::Ready(outcome) => {
+                done.push((*i, outcome));
+                false
+            }
+            Poll::Pending => true,
+        });
+        Poll::Ready(())
+    })
+    .await;
+    done
 }
 
 /// The first of `pending` to finish, removed from it; never completes when it is empty.

@@ -4,22 +4,23 @@
 
 use std::sync::Arc;
 
+use crate::batch;
 use crate::clock::MonoTime;
 use crate::lock::{self, Shared};
 use crate::report::Report;
 use crate::value;
 use quorumlock_proto::hold::AfterFailure;
 
-/// How many automatic extensions of one client may be in flight at once. A client holding
-/// many locks (tens of thousands) extends in bursts: without a bound every due lock sends its
-/// round at once, replies queue behind each other past the node timeout, every extension
-/// fails and retries within 100 ms, and the retries keep the queue full (measured with 10 000
-/// locks on one thread: 41 616 failed extensions in 20 s, 99 successful). With the bound, due
-/// locks wait their turn for a permit, and a round's clock starts only once it is sent. The
-/// bound caps the rate at about `MAX_IN_FLIGHT` per round trip: 64 carried 3 700 extensions
-/// per second on a loaded machine (15 ms round trips), short of the 10 000 per second that
-/// 100 000 locks at a 10 s interval need. Explicit `extend` calls are not bounded.
-pub(crate) const MAX_IN_FLIGHT: usize = 256;
+/// How many automatic extensions of one client may be in flight at once: as many as its
+/// batches in flight carry (`batch`). A client holding many locks (tens of thousands) extends
+/// in bursts: without a bound every due lock sent its round at once, replies queued behind
+/// each other past the node timeout, every extension failed and retried within 100 ms, and
+/// the retries kept the queue full (measured with 10 000 locks on one thread: 41 616 failed
+/// extensions in 20 s, 99 successful). With the bound, due locks wait their turn for a permit,
+/// and a round's clock starts only once the permit is taken; with the extensions batched, a
+/// due lock waits for a permit at most about one batch's round trip. Explicit `extend` calls
+/// are not bounded.
+pub(crate) const MAX_IN_FLIGHT: usize = batch::MAX_BATCH * batch::MAX_BATCHES;
 
 /// Starts a watchdog of generation `gen`. It ends when the generation changes (release,
 /// drop, `set_auto_extend(false)`) or the lock is lost.
@@ -81,7 +82,7 @@ async fn run(shared: Arc<Shared>, generation: u64) {
             Some(due) if due > MonoTime::now() => continue,
             Some(_) => {}
         }
-        let result = lock::extend(&shared, opts.get_ttl()).await;
+        let result = lock::extend(&shared, opts.get_ttl(), lock::Via::Batched).await;
         drop(permit);
         match result {
             Ok(()) => retry = false,

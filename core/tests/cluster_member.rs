@@ -9,7 +9,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use quorumlock::{Client, ClientBuilder, NodeKind, Quarantine, Report, WarningKind};
+use quorumlock::{Client, ClientBuilder, KeyFormat, NodeKind, Quarantine, Report, WarningKind};
 
 /// Resources whose braced keys land in different slots (and, with 3 masters, mostly on
 /// different primaries).
@@ -140,6 +140,41 @@ async fn fenced_locks_across_slots_get_increasing_tokens() {
         assert!(b > a, "{t1:?} then {:?}", second.tokens());
     }
     second.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn automatic_extensions_batch_per_slot_on_a_cluster_member() {
+    let rc = redis_cluster(0, Persist::Always);
+    // Bare keys, so that the hash tags below decide the slots.
+    let client = builder(vec![rc.cluster_url().unwrap()])
+        .key_format(KeyFormat::Bare)
+        .connect()
+        .await
+        .unwrap();
+    let opts = opts(600).auto_extend(true);
+    // Two locks of one slot (one request), a lock of another slot, and a lock across slots
+    // (sent on its own): every one must stay held through several batches.
+    let mut locks = Vec::new();
+    for set in [&["{s}a"][..], &["{s}b"], &["{t}c"], &["{u}d", "{v}e"]] {
+        let keys = set.iter().map(|r| client.key(r)).collect::<Vec<_>>();
+        locks.push((keys, client.acquire_with(set.iter(), &opts)));
+    }
+    let mut held = Vec::new();
+    for (keys, lock) in locks {
+        held.push((keys, lock.await.unwrap()));
+    }
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    for (keys, lock) in &held {
+        assert!(lock.is_held(), "{:?}", lock.lost_signal().get());
+        assert!(lock.extensions() >= 3, "{} extensions", lock.extensions());
+        for key in keys {
+            let value = lock.value().as_bytes();
+            assert_eq!(cluster_get(&rc, key).as_deref(), Some(value));
+        }
+    }
+    for (_, lock) in held {
+        assert!(released_everywhere(&lock.release().await.unwrap()));
+    }
 }
 
 #[tokio::test]

@@ -42,6 +42,8 @@ pub enum Script {
     Release,
     /// [`scripts::EXTEND`].
     Extend,
+    /// [`scripts::EXTEND_BATCH`].
+    ExtendBatch,
 }
 
 impl Script {
@@ -54,17 +56,19 @@ impl Script {
             Script::ReleaseOne => scripts::RELEASE_ONE,
             Script::Release => scripts::RELEASE,
             Script::Extend => scripts::EXTEND,
+            Script::ExtendBatch => scripts::EXTEND_BATCH,
         }
     }
 
     /// Every script (for drivers that load or hash them up front).
-    pub const ALL: [Script; 6] = [
+    pub const ALL: [Script; 7] = [
         Script::AcquireMulti,
         Script::FencedAcquire,
         Script::Raise,
         Script::ReleaseOne,
         Script::Release,
         Script::Extend,
+        Script::ExtendBatch,
     ];
 }
 
@@ -230,6 +234,47 @@ pub fn read_extend(reply: &Reply) -> Result<NodeKind, Failure> {
         Reply::Int(1) => Ok(NodeKind::Ok),
         Reply::Int(0) => Ok(NodeKind::NotHeld),
         Reply::Int(-1) => Ok(NodeKind::HeldByOther),
+        other => Err(unexpected(other)),
+    }
+}
+
+/// One lock of an [`extend_batch`]: its keys, its value and its new ttl in milliseconds.
+#[derive(Clone, Copy, Debug)]
+pub struct Extension<'a> {
+    /// The lock's keys.
+    pub keys: &'a [Vec<u8>],
+    /// The lock's value.
+    pub value: &'a str,
+    /// The new ttl in milliseconds.
+    pub ttl_ms: u64,
+}
+
+/// EXTEND-BATCH: EXTEND for several locks in one request (REDLOCK.md §5.3). On a cluster
+/// member every key of the batch must live in one hash slot.
+pub fn extend_batch(locks: &[Extension<'_>]) -> Command {
+    let mut keys = Vec::with_capacity(locks.iter().map(|l| l.keys.len()).sum());
+    let mut args = Vec::with_capacity(3 * locks.len());
+    for lock in locks {
+        keys.extend_from_slice(lock.keys);
+        args.push(num(lock.keys.len() as u64));
+        args.push(lock.value.as_bytes().to_vec());
+        args.push(num(lock.ttl_ms));
+    }
+    Command::Eval {
+        script: Script::ExtendBatch,
+        keys,
+        args,
+    }
+}
+
+/// What an EXTEND-BATCH reply over `locks` locks means: one EXTEND answer per lock, in the
+/// batch's order.
+///
+/// # Errors
+/// `Protocol` for a reply of another shape or length.
+pub fn read_extend_batch(reply: &Reply, locks: usize) -> Result<Vec<NodeKind>, Failure> {
+    match reply {
+        Reply::Array(items) if items.len() == locks => items.iter().map(read_extend).collect(),
         other => Err(unexpected(other)),
     }
 }
@@ -423,6 +468,38 @@ mod tests {
             NodeKind::Script
         );
         assert_eq!(error_kind("ERR", "unknown command"), NodeKind::Other);
+    }
+
+    #[test]
+    fn a_batch_of_extensions_is_one_script_with_an_answer_per_lock() {
+        let (one, two) = (keys(1), keys(2));
+        let locks = [
+            Extension {
+                keys: &one,
+                value: "a",
+                ttl_ms: 100,
+            },
+            Extension {
+                keys: &two,
+                value: "b",
+                ttl_ms: 200,
+            },
+        ];
+        let Command::Eval { script, keys, args } = extend_batch(&locks) else {
+            panic!()
+        };
+        assert_eq!(script, Script::ExtendBatch);
+        assert_eq!(keys, [&b"k0"[..], b"k0", b"k1"]);
+        assert_eq!(args, [&b"1"[..], b"a", b"100", b"2", b"b", b"200"]);
+        let reply = Reply::Array(vec![Reply::Int(1), Reply::Int(-1)]);
+        assert_eq!(
+            read_extend_batch(&reply, 2),
+            Ok(vec![NodeKind::Ok, NodeKind::HeldByOther])
+        );
+        assert!(read_extend_batch(&reply, 3).is_err(), "one answer per lock");
+        let bad = Reply::Array(vec![Reply::Int(1), Reply::Int(7)]);
+        assert!(read_extend_batch(&bad, 2).is_err());
+        assert!(read_extend_batch(&Reply::Int(1), 1).is_err());
     }
 
     #[test]

@@ -17,3 +17,7 @@ pub const RELEASE_ONE: &str = include_str!("lua/release_one.lua");
 pub const RELEASE: &str = include_str!("lua/release.lua");
 /// EXTEND: compare-and-lengthen. KEYS: the lock keys; ARGV: value, ttl ms.
 pub const EXTEND: &str = include_str!("lua/extend.lua");
+/// EXTEND-BATCH: EXTEND for several locks in one request. KEYS: every lock's keys in turn;
+/// ARGV: per lock its number of keys, its value and its ttl ms. Returns one EXTEND answer per
+/// lock.
+pub const EXTEND_BATCH: &str = include_str!("lua/extend_batch.lua");

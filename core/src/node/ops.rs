@@ -4,7 +4,7 @@
 //! when every slot's request did, and removes what it wrote otherwise.
 
 use futures_util::future::join_all;
-use quorumlock_proto::command;
+use quorumlock_proto::command::{self, Extension};
 
 use super::{Node, NodeFailure, Prepared, Traffic, slots};
 use crate::report::NodeKind;
@@ -121,6 +121,48 @@ impl Node {
             kinds.push(p?);
         }
         Ok(command::join_slots(&kinds))
+    }
+
+    /// EXTEND-BATCH on this node: one EXTEND answer (or failure) per lock of `locks`, in
+    /// order. A cluster member sends one request per hash slot, and a lock whose keys span
+    /// slots through [`extend`](Self::extend). `prepared`, when given, is
+    /// `command::extend_batch(locks)` built once for every node.
+    pub(crate) async fn extend_batch(
+        &self,
+        locks: &[Extension<'_>],
+        prepared: Option<&Prepared>,
+    ) -> Vec<Result<NodeKind, NodeFailure>> {
+        if !self.target.is_cluster() {
+            let reply = match prepared {
+                Some(p) => self.run_prepared(p, Traffic::Lock).await,
+                None => self.run(&command::extend_batch(locks), Traffic::Lock).await,
+            };
+            return match reply.and_then(|r| command::read_extend_batch(&r, locks.len())) {
+                Ok(kinds) => kinds.into_iter().map(Ok).collect(),
+                Err(failure) => vec![Err(failure); locks.len()],
+            };
+        }
+        let groups = slots::batch_groups(locks.iter().map(|l| l.keys));
+        let parts = join_all(groups.iter().map(|(one_slot, group)| async move {
+            if !*one_slot {
+                let l = &locks[group[0]];
+                return vec![self.extend(l.keys, l.value, l.ttl_ms, None).await];
+            }
+            let sub: Vec<Extension<'_>> = group.iter().map(|&i| locks[i]).collect();
+            let reply = self.run(&command::extend_batch(&sub), Traffic::Lock).await;
+            match reply.and_then(|r| command::read_extend_batch(&r, sub.len())) {
+                Ok(kinds) => kinds.into_iter().map(Ok).collect(),
+                Err(failure) => vec![Err(failure); sub.len()],
+            }
+        }))
+        .await;
+        let mut out = vec![Ok(NodeKind::Pending); locks.len()];
+        for ((_, group), answers) in groups.iter().zip(parts) {
+            for (&i, answer) in group.iter().zip(answers) {
+                out[i] = answer;
+            }
+        }
+        out
     }
 
     async fn extend_slot(

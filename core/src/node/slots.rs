@@ -29,6 +29,25 @@ pub(crate) fn groups(keys: &[Vec<u8>], stride: usize) -> Result<Vec<Vec<usize>>,
     Ok(out.into_iter().map(|(_, g)| g).collect())
 }
 
+/// The locks of an extension batch grouped by hash slot, as positions into the batch in
+/// first-seen order: `(true, group)` for locks whose keys all live in the group's one slot,
+/// `(false, [i])` for a lock whose keys span several slots (sent on its own).
+pub(crate) fn batch_groups<'a>(
+    locks: impl Iterator<Item = &'a [Vec<u8>]>,
+) -> Vec<(bool, Vec<usize>)> {
+    let mut out: Vec<(Option<Slot>, Vec<usize>)> = Vec::new();
+    for (i, keys) in locks.enumerate() {
+        let slot = keys.first().map(Slot::for_key);
+        let one = keys.iter().all(|k| Some(Slot::for_key(k)) == slot);
+        match out.iter_mut().find(|(s, _)| one && *s == slot) {
+            Some((_, g)) => g.push(i),
+            None if one => out.push((slot, vec![i])),
+            None => out.push((None, vec![i])),
+        }
+    }
+    out.into_iter().map(|(s, g)| (s.is_some(), g)).collect()
+}
+
 /// The keys of one group, laid out like the whole request's keys.
 pub(crate) fn subset(keys: &[Vec<u8>], stride: usize, group: &[usize]) -> Vec<Vec<u8>> {
     let n = keys.len() / stride;
@@ -62,6 +81,28 @@ mod tests {
             [&keys[0], &keys[2], &keys[3], &keys[5]].map(|k| k.clone())
         );
         assert_eq!(groups(&keys[..3], 1).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_batch_groups_by_slot_and_sends_a_lock_across_slots_alone() {
+        let k = |s: &str| s.as_bytes().to_vec();
+        let locks = [
+            vec![k("q:{a}")],
+            vec![k("q:{b}"), k("q:{c}")],
+            vec![k("q:{a}"), k("x:{a}")],
+            vec![k("q:{d}")],
+            vec![k("q:{b}"), k("q:{c}")],
+        ];
+        let g = batch_groups(locks.iter().map(Vec::as_slice));
+        assert_eq!(
+            g,
+            vec![
+                (true, vec![0, 2]),
+                (false, vec![1]),
+                (true, vec![3]),
+                (false, vec![4])
+            ]
+        );
     }
 
     #[test]
