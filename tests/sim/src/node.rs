@@ -71,6 +71,11 @@ pub enum Cmd {
         /// New TTL in ms.
         ttl_ms: u64,
     },
+    /// EXTEND-BATCH (`extend_batch.lua`): EXTEND for each lock, one answer per lock.
+    ExtendBatch {
+        /// Per lock: its keys, its value and its new TTL in ms.
+        locks: Vec<(Vec<String>, String, u64)>,
+    },
     /// RELEASE (`release.lua`), notify off.
     Release {
         /// Lock keys.
@@ -210,6 +215,17 @@ impl Node {
                 value,
                 ttl_ms,
             } => self.extend(keys, value, *ttl_ms),
+            Cmd::ExtendBatch { locks } => Reply::Ints(
+                locks
+                    .iter()
+                    .map(
+                        |(keys, value, ttl_ms)| match self.extend(keys, value, *ttl_ms) {
+                            Reply::Int(r) => r,
+                            _ => 2,
+                        },
+                    )
+                    .collect(),
+            ),
             Cmd::Release { keys, value } => {
                 let (mut deleted, mut other) = (0, 0);
                 for k in keys {

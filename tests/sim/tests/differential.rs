@@ -147,6 +147,14 @@ fn wire(cmd: &Cmd) -> Vec<String> {
             value,
             ttl_ms,
         } => eval(scripts::EXTEND, keys, &[value.clone(), ttl_ms.to_string()]),
+        Cmd::ExtendBatch { locks } => {
+            let keys: Vec<String> = locks.iter().flat_map(|(k, _, _)| k.clone()).collect();
+            let args: Vec<String> = locks
+                .iter()
+                .flat_map(|(k, v, ms)| [k.len().to_string(), v.clone(), ms.to_string()])
+                .collect();
+            eval(scripts::EXTEND_BATCH, &keys, &args)
+        }
         Cmd::Release { keys, value } => eval(scripts::RELEASE, keys, &[value.clone(), s("0")]),
         Cmd::ReleaseOne { key, value } => eval(
             scripts::RELEASE_ONE,
@@ -184,6 +192,7 @@ fn sequence() -> Vec<Step> {
     let k = s("ql:{r0}");
     let ks = vec![s("ql:{r0}"), s("ql:{r1}")];
     let fk = vec![s("ql:{r2}"), s("ql:{r2}:fence")];
+    let xs = [s("ql:{x0}"), s("ql:{x1}"), s("ql:{x2}")];
     vec![
         Run(Cmd::SetNx {
             key: k.clone(),
@@ -292,7 +301,7 @@ fn sequence() -> Vec<Step> {
         Run(Cmd::Get { key: fk[1].clone() }),
         Run(Cmd::Raise {
             keys: fk.clone(),
-            value: a,
+            value: a.clone(),
             tokens: vec![7],
             counter_ttl_ms: 0,
         }),
@@ -300,11 +309,35 @@ fn sequence() -> Vec<Step> {
         Sleep(150),
         Run(Cmd::FencedAcquire {
             keys: fk.clone(),
-            value: b,
+            value: b.clone(),
             ttl_ms: 100,
             counter_ttl_ms: 60_000,
         }),
         Run(Cmd::Pttl { key: fk[1].clone() }),
+        Run(Cmd::SetNx {
+            key: xs[0].clone(),
+            value: a.clone(),
+            ttl_ms: 10_000,
+        }),
+        Run(Cmd::SetNx {
+            key: xs[1].clone(),
+            value: b.clone(),
+            ttl_ms: 10_000,
+        }),
+        // Ours, another's, absent, ours + absent, another's + ours, absent + another's.
+        Run(Cmd::ExtendBatch {
+            locks: vec![
+                (vec![xs[0].clone()], a.clone(), 20_000),
+                (vec![xs[1].clone()], a.clone(), 20_000),
+                (vec![xs[2].clone()], a.clone(), 20_000),
+                (vec![xs[0].clone(), xs[2].clone()], a.clone(), 30_000),
+                (vec![xs[1].clone(), xs[0].clone()], a.clone(), 30_000),
+                (vec![xs[2].clone(), xs[1].clone()], a.clone(), 30_000),
+            ],
+        }),
+        Run(Cmd::Pttl { key: xs[0].clone() }),
+        Run(Cmd::Pttl { key: xs[1].clone() }),
+        Run(Cmd::Get { key: xs[2].clone() }),
     ]
 }
 

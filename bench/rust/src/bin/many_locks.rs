@@ -7,7 +7,8 @@
 //! `--hold-secs` (30 s) and releases them all.
 //!
 //! Reported: the process CPU time (user + system, `/proc/self/stat`) while holding, per
-//! lock-second and per extension; the resident set size (`VmRSS`) per held lock (after
+//! lock-second and per extension; the nodes' commands and CPU time (`INFO`, summed over the
+//! nodes) per extension while holding; the resident set size (`VmRSS`) per held lock (after
 //! acquiring minus after connecting); extensions done against the expected count; locks lost
 //! (client counter, and every lock checked held at the end), which must be 0.
 //!
@@ -87,6 +88,32 @@ fn cpu_time() -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
+/// The nodes' work so far, summed over every node: commands processed (`INFO stats`) and CPU
+/// time, user + system (`INFO cpu`), in seconds.
+async fn node_work(urls: &[String]) -> Result<(u64, f64), BoxError> {
+    let (mut commands, mut cpu) = (0u64, 0.0f64);
+    for url in urls {
+        let client = redis::Client::open(url.as_str())?;
+        let mut conn = client.get_multiplexed_async_connection().await?;
+        let info: String = redis::cmd("INFO")
+            .arg("stats")
+            .arg("cpu")
+            .query_async(&mut conn)
+            .await?;
+        for line in info.lines() {
+            let Some((name, value)) = line.trim().split_once(':') else {
+                continue;
+            };
+            match name {
+                "total_commands_processed" => commands += value.parse::<u64>().unwrap_or(0),
+                "used_cpu_user" | "used_cpu_sys" => cpu += value.parse::<f64>().unwrap_or(0.0),
+                _ => {}
+            }
+        }
+    }
+    Ok((commands, cpu))
+}
+
 /// Resident set size in bytes (`VmRSS`).
 fn rss() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -145,9 +172,11 @@ async fn bench(args: &Args, urls: &[String]) -> Result<serde_json::Value, BoxErr
     );
     // Hold: the first extensions of the earliest locks are under way by now.
     let m0 = client.metrics();
+    let work0 = node_work(urls).await?;
     let (cpu0, h0) = (cpu_time(), MonoTime::now());
     tokio::time::sleep(args.hold).await;
     let (cpu1, h1) = (cpu_time(), MonoTime::now());
+    let work1 = node_work(urls).await?;
     let m1 = client.metrics();
     let rss2 = rss();
     let hold_secs = (h1 - h0).as_secs_f64();
@@ -178,9 +207,14 @@ async fn bench(args: &Args, urls: &[String]) -> Result<serde_json::Value, BoxErr
     let release_secs = (MonoTime::now() - t2).as_secs_f64();
     let per_lock_sec_us = cpu * 1e6 / (held as f64 * hold_secs);
     let per_extend_us = cpu * 1e6 / extends_ok.max(1) as f64;
+    // The nodes' commands include the 2 x nodes `INFO` of the measurement itself.
+    let node_commands = (work1.0 - work0.0).saturating_sub(urls.len() as u64);
+    let node_cpu = work1.1 - work0.1;
+    let node_commands_per_extend = node_commands as f64 / extends_ok.max(1) as f64;
+    let node_cpu_per_extend_us = node_cpu * 1e6 / extends_ok.max(1) as f64;
     let rss_per_lock = (rss1.saturating_sub(rss0)) as f64 / held.max(1) as f64;
     eprintln!(
-        "  held {hold_secs:.1} s: CPU {cpu:.2} s ({:.0}% of a core), {extends_ok} extensions ok ({expected:.0} expected), {extends_failed} failed; lost {lost}, not held at the end {not_held}; released in {release_secs:.1} s ({rel_failed} failed)",
+        "  held {hold_secs:.1} s: CPU {cpu:.2} s ({:.0}% of a core), {extends_ok} extensions ok ({expected:.0} expected), {extends_failed} failed; lost {lost}, not held at the end {not_held}; nodes: {node_commands} commands, CPU {node_cpu:.2} s; released in {release_secs:.1} s ({rel_failed} failed)",
         100.0 * cpu / hold_secs
     );
     Ok(json!({
@@ -194,6 +228,8 @@ async fn bench(args: &Args, urls: &[String]) -> Result<serde_json::Value, BoxErr
         "rss_connected_bytes": rss0, "rss_held_bytes": rss1, "rss_after_hold_bytes": rss2,
         "rss_bytes_per_lock": rss_per_lock,
         "lost": lost, "not_held_at_end": not_held,
+        "node_commands": node_commands, "node_commands_per_extension": node_commands_per_extend,
+        "node_cpu_secs": node_cpu, "node_cpu_us_per_extension": node_cpu_per_extend_us,
         "release_secs": release_secs, "release_failed": rel_failed,
     }))
 }
@@ -238,11 +274,11 @@ fn main() -> Result<(), BoxError> {
         r["load_after"].as_str().unwrap_or("?")
     );
     println!(
-        "| locks | acquire s | CPU % of a core | CPU µs per lock-second | CPU µs per extension | extensions ok / expected | failed | RSS bytes per lock | lost |"
+        "| locks | acquire s | CPU % of a core | CPU µs per lock-second | CPU µs per extension | extensions ok / expected | failed | node commands per extension | node CPU µs per extension | RSS bytes per lock | lost |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     println!(
-        "| {} | {:.1} | {:.1} | {:.2} | {:.1} | {} / {} | {} | {:.0} | {} |",
+        "| {} | {:.1} | {:.1} | {:.2} | {:.1} | {} / {} | {} | {:.2} | {:.1} | {:.0} | {} |",
         r["held"],
         r["acquire_secs"].as_f64().unwrap_or(0.0),
         r["cpu_pct_of_core"].as_f64().unwrap_or(0.0),
@@ -251,6 +287,8 @@ fn main() -> Result<(), BoxError> {
         r["extensions_ok"],
         r["extensions_expected"],
         r["extensions_failed"],
+        r["node_commands_per_extension"].as_f64().unwrap_or(0.0),
+        r["node_cpu_us_per_extension"].as_f64().unwrap_or(0.0),
         r["rss_bytes_per_lock"].as_f64().unwrap_or(0.0),
         r["lost"].as_u64().unwrap_or(0) + r["not_held_at_end"].as_u64().unwrap_or(0),
     );
