@@ -35,6 +35,8 @@ pub(crate) const MAX_BATCH: usize = 256;
 pub(crate) const MAX_BATCHES: usize = 4;
 /// The least time between the starts of two batches of one client.
 const SPACING: Duration = Duration::from_millis(2);
+/// How late tokio's timer may fire (its resolution).
+const TIMER_SLACK: Duration = Duration::from_millis(1);
 
 /// One lock's extension waiting for its batch.
 struct Ticket {
@@ -94,25 +96,8 @@ async fn serve(nodes: Arc<[Arc<Node>]>, mut rx: mpsc::UnboundedReceiver<Ticket>)
         let Some(first) = rx.recv().await else {
             return;
         };
-        // Batches start at least `SPACING` apart: under a steady stream of due locks the
-        // next one gathers what came due meanwhile. An extension after a quiet spell goes at
-        // once; and none waits for more than a quarter of what is left of its node timeout.
-        if let Some(at) = last.map(|t| t + SPACING) {
-            let now = MonoTime::now();
-            let wait = at
-                .saturating_since(now)
-                .min(first.deadline.saturating_since(now) / 4);
-            tokio::time::sleep(wait).await;
-        }
+        let batch = gather(&mut rx, first, last.map(|t| t + SPACING)).await;
         last = Some(MonoTime::now());
-        let mut batch = Vec::with_capacity(MAX_BATCH.min(rx.len() + 1));
-        batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(t) => batch.push(t),
-                Err(_) => break,
-            }
-        }
         let nodes = nodes.clone();
         tokio::spawn(async move {
             let tail = send(&nodes, batch).await;
@@ -120,6 +105,44 @@ async fn serve(nodes: Arc<[Arc<Node>]>, mut rx: mpsc::UnboundedReceiver<Ticket>)
             drain(&nodes, tail).await;
         });
     }
+}
+
+/// The batch that starts with `first`: what is waiting, and what comes until `not_before`
+/// (`SPACING` after the last batch), but no longer than a quarter of any gathered lock's time
+/// left to its deadline, and at most `MAX_BATCH` locks.
+async fn gather(
+    rx: &mut mpsc::UnboundedReceiver<Ticket>,
+    first: Ticket,
+    not_before: Option<MonoTime>,
+) -> Vec<Ticket> {
+    let mut send_at = not_before.unwrap_or_else(MonoTime::now);
+    let mut batch = Vec::with_capacity(MAX_BATCH.min(rx.len() + 1));
+    let mut add = |t: Ticket, batch: &mut Vec<Ticket>| {
+        let now = MonoTime::now();
+        send_at = send_at.min(now + t.deadline.saturating_since(now) / 4);
+        batch.push(t);
+        send_at
+    };
+    let mut until = add(first, &mut batch);
+    while batch.len() < MAX_BATCH {
+        if let Ok(t) = rx.try_recv() {
+            until = add(t, &mut batch);
+            continue;
+        }
+        // tokio's timer fires up to a millisecond late: wake that much early, or not at all.
+        let left = until.saturating_since(MonoTime::now());
+        let Some(wait) = left.checked_sub(TIMER_SLACK) else {
+            break;
+        };
+        tokio::select! {
+            t = rx.recv() => match t {
+                Some(t) => until = add(t, &mut batch),
+                None => break,
+            },
+            () = tokio::time::sleep(wait) => break,
+        }
+    }
+    batch
 }
 
 /// A node's answers to a batch: one per lock.

@@ -7,8 +7,8 @@
 //! `--hold-secs` (30 s) and releases them all.
 //!
 //! Reported: the process CPU time (user + system, `/proc/self/stat`) while holding, per
-//! lock-second and per extension; the nodes' commands and CPU time (`INFO`, summed over the
-//! nodes) per extension while holding; the resident set size (`VmRSS`) per held lock (after
+//! lock-second and per extension; the nodes' requests (script calls) and CPU time (`INFO`,
+//! summed over the nodes) per extension while holding; the resident set size (`VmRSS`) per held lock (after
 //! acquiring minus after connecting); extensions done against the expected count; locks lost
 //! (client counter, and every lock checked held at the end), which must be 0.
 //!
@@ -88,15 +88,15 @@ fn cpu_time() -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
-/// The nodes' work so far, summed over every node: commands processed (`INFO stats`) and CPU
-/// time, user + system (`INFO cpu`), in seconds.
+/// The nodes' work so far, summed over every node: requests (script calls: `EVALSHA` and
+/// `EVAL`, from `INFO commandstats`) and CPU time, user + system (`INFO cpu`), in seconds.
 async fn node_work(urls: &[String]) -> Result<(u64, f64), BoxError> {
-    let (mut commands, mut cpu) = (0u64, 0.0f64);
+    let (mut requests, mut cpu) = (0u64, 0.0f64);
     for url in urls {
         let client = redis::Client::open(url.as_str())?;
         let mut conn = client.get_multiplexed_async_connection().await?;
         let info: String = redis::cmd("INFO")
-            .arg("stats")
+            .arg("commandstats")
             .arg("cpu")
             .query_async(&mut conn)
             .await?;
@@ -105,13 +105,19 @@ async fn node_work(urls: &[String]) -> Result<(u64, f64), BoxError> {
                 continue;
             };
             match name {
-                "total_commands_processed" => commands += value.parse::<u64>().unwrap_or(0),
+                "cmdstat_evalsha" | "cmdstat_eval" => {
+                    let calls = value
+                        .split(',')
+                        .find_map(|f| f.strip_prefix("calls="))
+                        .and_then(|n| n.parse::<u64>().ok());
+                    requests += calls.unwrap_or(0);
+                }
                 "used_cpu_user" | "used_cpu_sys" => cpu += value.parse::<f64>().unwrap_or(0.0),
                 _ => {}
             }
         }
     }
-    Ok((commands, cpu))
+    Ok((requests, cpu))
 }
 
 /// Resident set size in bytes (`VmRSS`).
@@ -207,14 +213,13 @@ async fn bench(args: &Args, urls: &[String]) -> Result<serde_json::Value, BoxErr
     let release_secs = (MonoTime::now() - t2).as_secs_f64();
     let per_lock_sec_us = cpu * 1e6 / (held as f64 * hold_secs);
     let per_extend_us = cpu * 1e6 / extends_ok.max(1) as f64;
-    // The nodes' commands include the 2 x nodes `INFO` of the measurement itself.
-    let node_commands = (work1.0 - work0.0).saturating_sub(urls.len() as u64);
+    let node_requests = work1.0 - work0.0;
     let node_cpu = work1.1 - work0.1;
-    let node_commands_per_extend = node_commands as f64 / extends_ok.max(1) as f64;
+    let node_requests_per_extend = node_requests as f64 / extends_ok.max(1) as f64;
     let node_cpu_per_extend_us = node_cpu * 1e6 / extends_ok.max(1) as f64;
     let rss_per_lock = (rss1.saturating_sub(rss0)) as f64 / held.max(1) as f64;
     eprintln!(
-        "  held {hold_secs:.1} s: CPU {cpu:.2} s ({:.0}% of a core), {extends_ok} extensions ok ({expected:.0} expected), {extends_failed} failed; lost {lost}, not held at the end {not_held}; nodes: {node_commands} commands, CPU {node_cpu:.2} s; released in {release_secs:.1} s ({rel_failed} failed)",
+        "  held {hold_secs:.1} s: CPU {cpu:.2} s ({:.0}% of a core), {extends_ok} extensions ok ({expected:.0} expected), {extends_failed} failed; lost {lost}, not held at the end {not_held}; nodes: {node_requests} script calls, CPU {node_cpu:.2} s; released in {release_secs:.1} s ({rel_failed} failed)",
         100.0 * cpu / hold_secs
     );
     Ok(json!({
@@ -228,7 +233,7 @@ async fn bench(args: &Args, urls: &[String]) -> Result<serde_json::Value, BoxErr
         "rss_connected_bytes": rss0, "rss_held_bytes": rss1, "rss_after_hold_bytes": rss2,
         "rss_bytes_per_lock": rss_per_lock,
         "lost": lost, "not_held_at_end": not_held,
-        "node_commands": node_commands, "node_commands_per_extension": node_commands_per_extend,
+        "node_requests": node_requests, "node_requests_per_extension": node_requests_per_extend,
         "node_cpu_secs": node_cpu, "node_cpu_us_per_extension": node_cpu_per_extend_us,
         "release_secs": release_secs, "release_failed": rel_failed,
     }))
@@ -274,7 +279,7 @@ fn main() -> Result<(), BoxError> {
         r["load_after"].as_str().unwrap_or("?")
     );
     println!(
-        "| locks | acquire s | CPU % of a core | CPU µs per lock-second | CPU µs per extension | extensions ok / expected | failed | node commands per extension | node CPU µs per extension | RSS bytes per lock | lost |"
+        "| locks | acquire s | CPU % of a core | CPU µs per lock-second | CPU µs per extension | extensions ok / expected | failed | node requests per extension | node CPU µs per extension | RSS bytes per lock | lost |"
     );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     println!(
@@ -287,7 +292,7 @@ fn main() -> Result<(), BoxError> {
         r["extensions_ok"],
         r["extensions_expected"],
         r["extensions_failed"],
-        r["node_commands_per_extension"].as_f64().unwrap_or(0.0),
+        r["node_requests_per_extension"].as_f64().unwrap_or(0.0),
         r["node_cpu_us_per_extension"].as_f64().unwrap_or(0.0),
         r["rss_bytes_per_lock"].as_f64().unwrap_or(0.0),
         r["lost"].as_u64().unwrap_or(0) + r["not_held_at_end"].as_u64().unwrap_or(0),
