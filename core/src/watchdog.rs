@@ -41,7 +41,12 @@ async fn run(shared: Arc<Shared>, generation: u64) {
         }
         let opts = &shared.grant.opts;
         let interval = opts.effective_extend_interval(opts.get_ttl());
-        let Some(wake) = lock::next_extend(&shared, interval, retry, value::random8()) else {
+        let Some((renewed, _)) = lock::renewed_at(&shared) else {
+            return;
+        };
+        // Random bytes (a system call) only for a retry's jitter.
+        let random = if retry { value::random8() } else { [0; 8] };
+        let Some(wake) = lock::next_extend(&shared, interval, retry, random) else {
             return;
         };
         // `next_extend` never lies past the deadline: the loss must be seen by then.
@@ -75,11 +80,15 @@ async fn run(shared: Arc<Shared>, generation: u64) {
         if *current.borrow() != generation {
             return;
         }
-        // An explicit extend during the wait may have renewed the lock: then this one is not
-        // due any more (and would count against max_extensions for nothing).
-        match lock::next_extend(&shared, interval, retry, value::random8()) {
+        // An explicit extend during the waits may have renewed the lock: then this one is not
+        // due any more (and would count against max_extensions for nothing). (Not a due time
+        // recomputed now: a retry's lies ahead of every "now", so it never came due.)
+        match lock::renewed_at(&shared) {
             None => return,
-            Some(due) if due > MonoTime::now() => continue,
+            Some((r, _)) if r != renewed => {
+                retry = false;
+                continue;
+            }
             Some(_) => {}
         }
         let result = lock::extend(&shared, opts.get_ttl(), lock::Via::Batched).await;

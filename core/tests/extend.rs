@@ -132,6 +132,35 @@ async fn auto_extension_holds_for_five_ttls_then_signals_loss() {
 }
 
 #[tokio::test]
+async fn auto_extension_retries_after_a_failed_round() {
+    let c = cluster(5);
+    let client = client(&c).await;
+    // Extended every second; a failed round is retried within 100 ms + U(0, 20 ms).
+    let opts = opts(3_000).auto_extend(true);
+    let lock = client.acquire_with(["retry"], &opts).await.unwrap();
+    // The first extension (at 1 s) meets three stopped nodes and fails at its 250 ms node
+    // timeout; the nodes are back as its retry goes out.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for i in 0..3 {
+        c.pause(i).unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    for i in 0..3 {
+        c.resume(i).unwrap();
+    }
+    assert_eq!(
+        lock.extensions(),
+        0,
+        "the round with three nodes stopped failed"
+    );
+    // Past the acquisition's validity: only a retry in time kept the lock.
+    tokio::time::sleep(Duration::from_millis(1_900)).await;
+    assert!(lock.is_held(), "{:?}", lock.lost_signal().get());
+    assert!(lock.extensions() >= 1, "extensions {}", lock.extensions());
+    lock.release().await.unwrap();
+}
+
+#[tokio::test]
 async fn rule15_extension_cap_ends_in_loss() {
     let c = cluster(3);
     let client = client(&c).await;

@@ -321,7 +321,7 @@ fn sequence() -> Vec<Step> {
         }),
         Run(Cmd::SetNx {
             key: xs[1].clone(),
-            value: b.clone(),
+            value: b,
             ttl_ms: 10_000,
         }),
         // Ours, another's, absent, ours + absent, another's + ours, absent + another's.
@@ -332,7 +332,7 @@ fn sequence() -> Vec<Step> {
                 (vec![xs[2].clone()], a.clone(), 20_000),
                 (vec![xs[0].clone(), xs[2].clone()], a.clone(), 30_000),
                 (vec![xs[1].clone(), xs[0].clone()], a.clone(), 30_000),
-                (vec![xs[2].clone(), xs[1].clone()], a.clone(), 30_000),
+                (vec![xs[2].clone(), xs[1].clone()], a, 30_000),
             ],
         }),
         Run(Cmd::Pttl { key: xs[0].clone() }),
