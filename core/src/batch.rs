@@ -35,6 +35,8 @@ pub(crate) const MAX_BATCH: usize = 256;
 pub(crate) const MAX_BATCHES: usize = 4;
 /// The least time between the starts of two batches of one client.
 const SPACING: Duration = Duration::from_millis(2);
+/// The longest a batch keeps its slot (the longest default node timeout).
+const SLOT_HOLD: Duration = Duration::from_millis(50);
 /// How late tokio's timer may fire (its resolution).
 const TIMER_SLACK: Duration = Duration::from_millis(1);
 
@@ -100,7 +102,19 @@ async fn serve(nodes: Arc<[Arc<Node>]>, mut rx: mpsc::UnboundedReceiver<Ticket>)
         last = Some(MonoTime::now());
         let nodes = nodes.clone();
         tokio::spawn(async move {
-            let tail = send(&nodes, batch).await;
+            // The slot comes back when every lock was answered, or after `SLOT_HOLD` at the
+            // latest: a lock with a short node timeout never waits long behind a batch whose
+            // locks have long ones.
+            let mut slot = Some(slot);
+            let send = send(&nodes, batch);
+            tokio::pin!(send);
+            let tail = match tokio::time::timeout(SLOT_HOLD, &mut send).await {
+                Ok(tail) => tail,
+                Err(_) => {
+                    slot.take();
+                    send.await
+                }
+            };
             drop(slot);
             drain(&nodes, tail).await;
         });
@@ -145,21 +159,44 @@ async fn gather(
     batch
 }
 
-/// A node's answers to a batch: one per lock.
-type Answers = Vec<Result<NodeKind, NodeFailure>>;
-type NodeFuture = Pin<Box<dyn Future<Output = Answers> + Send>>;
+/// One request's answers: the lock's place in the batch and its answer, per lock carried.
+type Answers = Vec<(usize, Result<NodeKind, NodeFailure>)>;
+type Request = Pin<Box<dyn Future<Output = Answers> + Send>>;
 
 /// One lock's round while its batch runs.
 struct Open {
     ticket: Ticket,
-    /// Its place in the batch (and in every node's answers).
-    pos: usize,
     results: Vec<NodeResult>,
     answered: usize,
     ok: usize,
 }
 
 impl Open {
+    fn new(ticket: Ticket, nodes: &[Arc<Node>]) -> Self {
+        let results = nodes
+            .iter()
+            .map(|node| NodeResult::new(node.index, &node.address, NodeKind::Pending, None, None))
+            .collect();
+        Self {
+            ticket,
+            results,
+            answered: 0,
+            ok: 0,
+        }
+    }
+
+    /// Marks the nodes that have not answered as timed out, with `why`.
+    fn time_out(&mut self, why: &str) {
+        for slot in self
+            .results
+            .iter_mut()
+            .filter(|r| r.kind == NodeKind::Pending)
+        {
+            slot.kind = NodeKind::Timeout;
+            slot.detail = Some(why.to_owned());
+        }
+    }
+
     fn close(self) {
         // The watchdog may be gone (its lock dropped): nobody to tell.
         let _ = self.ticket.answer.send(Round {
@@ -168,56 +205,135 @@ impl Open {
     }
 }
 
-/// What is left of a batch once every lock was answered: the requests still in flight,
-/// which nodes timed out for some lock, and when the batch was sent.
-struct Tail {
-    pending: Vec<(usize, NodeFuture)>,
-    timed_out: Vec<bool>,
+/// Which (lock, node) pairs the nodes' metrics have counted, a reply or a timeout: each
+/// once, whether it came before the lock was decided, after, or in the drain.
+struct Counted {
+    nodes: usize,
+    seen: Vec<bool>,
     start: MonoTime,
 }
 
+impl Counted {
+    /// Counts `kind` for the lock at `pos` on node `j`, unless it was counted already.
+    fn observe(&mut self, nodes: &[Arc<Node>], pos: usize, j: usize, kind: NodeKind) {
+        let seen = &mut self.seen[pos * self.nodes + j];
+        if !std::mem::replace(seen, true) {
+            let latency = (kind != NodeKind::Timeout).then(|| MonoTime::now() - self.start);
+            nodes[j].stats.observe(kind, latency);
+        }
+    }
+}
+
+/// What is left of a batch once every lock was answered: the requests still in flight.
+struct Tail {
+    pending: Vec<(usize, Request)>,
+    counted: Counted,
+}
+
 /// Sends `batch` to every node and answers each lock when its round is decided or its
-/// deadline passed.
+/// deadline passed. A plain node gets one request; a cluster member one per hash slot, each
+/// answering its own locks as soon as it replies.
 async fn send(nodes: &[Arc<Node>], batch: Vec<Ticket>) -> Tail {
     let n = nodes.len();
-    let mut timed_out = vec![false; n];
     let start = MonoTime::now();
-    let mut open = Vec::with_capacity(batch.len());
+    let mut open: Vec<Option<Open>> = Vec::with_capacity(batch.len());
     for ticket in batch {
-        let mut o = Open {
-            ticket,
-            pos: open.len(),
-            results: nodes
-                .iter()
-                .map(|node| {
-                    NodeResult::new(node.index, &node.address, NodeKind::Pending, None, None)
-                })
-                .collect(),
-            answered: 0,
-            ok: 0,
-        };
+        let mut o = Open::new(ticket, nodes);
         if o.ticket.deadline > start {
-            open.push(o);
+            open.push(Some(o));
         } else {
-            // Its deadline passed while it waited for a slot: not sent.
-            time_out(
-                nodes,
-                &mut o.results,
-                &mut timed_out,
-                "queued past its node timeout",
-            );
+            // Its deadline passed while it waited for a batch: not sent, and nothing for the
+            // nodes' metrics (no node was asked).
+            o.time_out("queued past its node timeout; not sent");
             o.close();
         }
     }
+    let mut counted = Counted {
+        nodes: n,
+        seen: vec![false; open.len() * n],
+        start,
+    };
+    let mut pending = requests(nodes, &open);
+    // Every request is polled (written to its connection) before any reply is looked at, as
+    // in `quorum::round`.
+    let first = quorum::poll_all(&mut pending).await;
+    let mut left = open.len();
+    // Applies node `j`'s answers; returns how many locks they decided.
+    let record = |open: &mut [Option<Open>], counted: &mut Counted, j: usize, answers| {
+        let latency = MonoTime::now() - start;
+        let mut decided = 0;
+        for (pos, answer) in answers {
+            let (kind, detail) = match answer {
+                Ok(kind) => (kind, None),
+                Err((kind, text)) => (kind, Some(text)),
+            };
+            counted.observe(nodes, pos, j, kind);
+            let Some(o) = open.get_mut(pos).and_then(Option::as_mut) else {
+                continue;
+            };
+            let slot = &mut o.results[j];
+            (slot.kind, slot.detail, slot.latency) = (kind, detail, Some(latency));
+            o.answered += 1;
+            o.ok += usize::from(kind == NodeKind::Ok);
+            if Round::decided(Decide::AtQuorum, n, o.answered, o.ok)
+                && let Some(o) = open[pos].take()
+            {
+                o.close();
+                decided += 1;
+            }
+        }
+        decided
+    };
+    for (j, answers) in first {
+        left -= record(&mut open, &mut counted, j, answers);
+    }
+    let mut checked = vec![false; n];
+    while left > 0 && !pending.is_empty() {
+        let next = open.iter().flatten().map(|o| o.ticket.deadline).min();
+        let wait = next.map_or(Duration::ZERO, |d| d.saturating_since(MonoTime::now()));
+        tokio::select! {
+            biased;
+            (j, answers) = quorum::next_reply(&mut pending) => {
+                left -= record(&mut open, &mut counted, j, answers);
+            }
+            () = tokio::time::sleep(wait) => {
+                let now = MonoTime::now();
+                for (pos, entry) in open.iter_mut().enumerate() {
+                    let Some(mut o) = entry.take_if(|o| o.ticket.deadline <= now) else {
+                        continue;
+                    };
+                    for (j, r) in o.results.iter().enumerate() {
+                        if r.kind == NodeKind::Pending {
+                            counted.observe(nodes, pos, j, NodeKind::Timeout);
+                            if !std::mem::replace(&mut checked[j], true) {
+                                nodes[j].verify_connection();
+                            }
+                        }
+                    }
+                    o.time_out("no reply before the lock's node timeout");
+                    o.close();
+                    left -= 1;
+                }
+            }
+        }
+    }
+    // Every request answered yet a lock undecided: an answer missing from a reply.
+    for mut o in open.into_iter().flatten() {
+        o.time_out("no answer for this lock in the node's reply");
+        o.close();
+    }
+    Tail { pending, counted }
+}
+
+/// The requests of a batch: one per node for plain nodes (the command built once), one per
+/// hash slot for a cluster member, and a lock whose keys span slots alone.
+fn requests(nodes: &[Arc<Node>], open: &[Option<Open>]) -> Vec<(usize, Request)> {
     if open.is_empty() {
-        return Tail {
-            pending: Vec::new(),
-            timed_out,
-            start,
-        };
+        return Vec::new();
     }
     let locks: Arc<[Owned]> = open
         .iter()
+        .flatten()
         .map(|o| {
             (
                 o.ticket.keys.clone(),
@@ -226,120 +342,41 @@ async fn send(nodes: &[Arc<Node>], batch: Vec<Ticket>) -> Tail {
             )
         })
         .collect();
-    let prepared = Prepared::new(command::extend_batch(&extensions(&locks)));
-    let mut pending: Vec<(usize, NodeFuture)> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, node)| {
-            let (node, locks, prepared) = (node.clone(), locks.clone(), prepared.clone());
-            let fut: NodeFuture = Box::pin(async move {
-                node.extend_batch(&extensions(&locks), Some(&prepared))
-                    .await
+    let all = extensions(&locks);
+    let prepared = Prepared::new(command::extend_batch(&all));
+    let mut out = Vec::with_capacity(nodes.len());
+    for (j, node) in nodes.iter().enumerate() {
+        for (one_request, group) in node.batch_groups(&all) {
+            let whole = group.len() == all.len() && !node.is_cluster();
+            let (node, locks) = (node.clone(), locks.clone());
+            let prepared = whole.then(|| prepared.clone());
+            let request: Request = Box::pin(async move {
+                let all = extensions(&locks);
+                let sub: Vec<Extension<'_>> = group.iter().map(|&p| all[p]).collect();
+                let answers = node
+                    .extend_batch(&sub, one_request, prepared.as_deref())
+                    .await;
+                group.into_iter().zip(answers).collect()
             });
-            (i, fut)
-        })
-        .collect();
-    // Every request is polled (written to its connection) before any reply is looked at, as
-    // in `quorum::round`.
-    let first = quorum::poll_all(&mut pending).await;
-    let record = |open: &mut Vec<Open>, i: usize, answers: Answers| {
-        let latency = MonoTime::now() - start;
-        let mut k = 0;
-        while k < open.len() {
-            let o = &mut open[k];
-            let slot = &mut o.results[i];
-            slot.latency = Some(latency);
-            match answers.get(o.pos) {
-                Some(Ok(kind)) => slot.kind = *kind,
-                Some(Err((kind, text))) => {
-                    slot.kind = *kind;
-                    slot.detail = Some(text.clone());
-                }
-                None => {
-                    slot.kind = NodeKind::Protocol;
-                    slot.detail = Some("no answer for this lock".to_owned());
-                }
-            }
-            nodes[i].stats.observe(slot.kind, Some(latency));
-            o.answered += 1;
-            o.ok += usize::from(slot.kind == NodeKind::Ok);
-            if Round::decided(Decide::AtQuorum, n, o.answered, o.ok) {
-                open.swap_remove(k).close();
-            } else {
-                k += 1;
-            }
-        }
-    };
-    for (i, answers) in first {
-        record(&mut open, i, answers);
-    }
-    while !open.is_empty() && !pending.is_empty() {
-        let next = open
-            .iter()
-            .map(|o| o.ticket.deadline)
-            .min()
-            .unwrap_or(start);
-        tokio::select! {
-            biased;
-            (i, answers) = quorum::next_reply(&mut pending) => record(&mut open, i, answers),
-            () = tokio::time::sleep(next.saturating_since(MonoTime::now())) => {
-                let now = MonoTime::now();
-                let mut k = 0;
-                while k < open.len() {
-                    if open[k].ticket.deadline <= now {
-                        let mut o = open.swap_remove(k);
-                        let why = "no reply before the lock's node timeout";
-                        time_out(nodes, &mut o.results, &mut timed_out, why);
-                        o.close();
-                    } else {
-                        k += 1;
-                    }
-                }
-            }
+            out.push((j, request));
         }
     }
-    Tail {
-        pending,
-        timed_out,
-        start,
-    }
-}
-
-/// Marks the nodes that have not answered as timed out, and has each such node's connection
-/// checked once per batch.
-fn time_out(nodes: &[Arc<Node>], results: &mut [NodeResult], checked: &mut [bool], why: &str) {
-    for (j, slot) in results
-        .iter_mut()
-        .enumerate()
-        .filter(|(_, r)| r.kind == NodeKind::Pending)
-    {
-        nodes[j].stats.observe(NodeKind::Timeout, None);
-        if !std::mem::replace(&mut checked[j], true) {
-            nodes[j].verify_connection();
-        }
-        slot.kind = NodeKind::Timeout;
-        slot.detail = Some(why.to_owned());
-    }
+    out
 }
 
 /// Waits out the requests still in flight (bounded), so each one is written and its reply
-/// read: a late reply goes into its node's metrics, unless that node already counted
-/// timeouts in this batch.
+/// read; a late answer goes into its node's metrics unless that lock counted a timeout there.
 async fn drain(nodes: &[Arc<Node>], tail: Tail) {
     let Tail {
         mut pending,
-        timed_out,
-        start,
+        mut counted,
     } = tail;
     let _ = tokio::time::timeout(DRAIN_BOUND, async move {
         while !pending.is_empty() {
             let (j, answers) = quorum::next_reply(&mut pending).await;
-            if !timed_out[j] {
-                let latency = MonoTime::now() - start;
-                for answer in answers {
-                    let kind = answer.unwrap_or_else(|(kind, _)| kind);
-                    nodes[j].stats.observe(kind, Some(latency));
-                }
+            for (pos, answer) in answers {
+                let kind = answer.unwrap_or_else(|(kind, _)| kind);
+                counted.observe(nodes, pos, j, kind);
             }
         }
     })
@@ -359,3 +396,7 @@ fn extensions(locks: &[Owned]) -> Vec<Extension<'_>> {
         })
         .collect()
 }
+
+#[cfg(test)]
+#[path = "batch_tests.rs"]
+mod tests;

@@ -400,9 +400,9 @@ async fn extend_once(shared: &Shared, ttl: Duration, via: Via) -> Result<()> {
         }
     };
     let ttl_ms = extend.ttl_ms();
+    let deadline = MonoTime::from_micros(extend.t1_us()) + extend.timeout();
     let batched = match via {
         Via::Batched => {
-            let deadline = MonoTime::from_micros(extend.t1_us()) + extend.timeout();
             let batcher = g.inner.batcher();
             batcher.extend(&g.keys, &g.value, ttl_ms, deadline).await
         }
@@ -412,7 +412,8 @@ async fn extend_once(shared: &Shared, ttl: Duration, via: Via) -> Result<()> {
         Some(round) => round,
         None => {
             let prepared = Prepared::new(command::extend(&g.keys, &g.value, ttl_ms));
-            quorum::round(&g.inner.nodes, extend.timeout(), Decide::AtQuorum, |node| {
+            let bound = deadline.saturating_since(MonoTime::now());
+            quorum::round(&g.inner.nodes, bound, Decide::AtQuorum, |node| {
                 let (keys, value, prepared) = (g.keys.clone(), g.value.clone(), prepared.clone());
                 async move { node.extend(&keys, &value, ttl_ms, Some(&prepared)).await }
             })

@@ -8,6 +8,8 @@ mod common;
 
 use std::time::Duration;
 
+use futures_util::future::join_all;
+
 use common::*;
 use quorumlock::{Client, ClientBuilder, KeyFormat, NodeKind, Quarantine, Report, WarningKind};
 
@@ -142,6 +144,15 @@ async fn fenced_locks_across_slots_get_increasing_tokens() {
     second.release().await.unwrap();
 }
 
+/// The primary that serves `key`.
+fn owner(c: &Cluster, key: &[u8]) -> usize {
+    c.masters()
+        .unwrap()
+        .into_iter()
+        .find(|&i| !matches!(c.command(i, &[b"GET", key]).unwrap(), Reply::Error(e) if e.starts_with("MOVED")))
+        .expect("a primary serves the key")
+}
+
 #[tokio::test]
 async fn automatic_extensions_batch_per_slot_on_a_cluster_member() {
     let rc = redis_cluster(0, Persist::Always);
@@ -152,28 +163,88 @@ async fn automatic_extensions_batch_per_slot_on_a_cluster_member() {
         .await
         .unwrap();
     let opts = opts(600).auto_extend(true);
-    // Two locks of one slot (one request), a lock of another slot, and a lock across slots
-    // (sent on its own): every one must stay held through several batches.
-    let mut locks = Vec::new();
-    for set in [&["{s}a"][..], &["{s}b"], &["{t}c"], &["{u}d", "{v}e"]] {
-        let keys = set.iter().map(|r| client.key(r)).collect::<Vec<_>>();
-        locks.push((keys, client.acquire_with(set.iter(), &opts)));
-    }
-    let mut held = Vec::new();
-    for (keys, lock) in locks {
-        held.push((keys, lock.await.unwrap()));
-    }
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
-    for (keys, lock) in &held {
-        assert!(lock.is_held(), "{:?}", lock.lost_signal().get());
-        assert!(lock.extensions() >= 3, "{} extensions", lock.extensions());
-        for key in keys {
+    // Three locks of one slot (one request), a lock of another slot, and a lock across slots
+    // (sent on its own), acquired together so that they come due together.
+    let sets: [&[&str]; 5] = [
+        &["{s}a"],
+        &["{s}b"],
+        &["{s}c"],
+        &["{t}d"],
+        &["{u}e", "{v}f"],
+    ];
+    let locks = join_all(
+        sets.iter()
+            .map(|set| client.acquire_with(set.iter(), &opts)),
+    )
+    .await;
+    let locks: Vec<_> = locks.into_iter().map(Result::unwrap).collect();
+    // The middle lock of the slot's group loses its key: it alone is lost.
+    let mut lost = locks[1].lost_signal();
+    on_owner(&rc, &[b"DEL", &client.key("{s}b")]);
+    let e = tokio::time::timeout(Duration::from_secs(2), lost.wait())
+        .await
+        .unwrap();
+    assert!(e.is_some_and(|e| e.is_lost()));
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    for (set, lock) in sets.iter().zip(&locks).filter(|(set, _)| set[0] != "{s}b") {
+        assert!(lock.is_held(), "{set:?}: {:?}", lock.lost_signal().get());
+        assert!(
+            lock.extensions() >= 3,
+            "{set:?}: {} extensions",
+            lock.extensions()
+        );
+        for r in *set {
             let value = lock.value().as_bytes();
-            assert_eq!(cluster_get(&rc, key).as_deref(), Some(value));
+            assert_eq!(
+                cluster_get(&rc, &client.key(r)).as_deref(),
+                Some(value),
+                "{r}"
+            );
         }
     }
-    for (_, lock) in held {
-        assert!(released_everywhere(&lock.release().await.unwrap()));
+    for lock in locks {
+        lock.release().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_stopped_primary_holds_up_only_the_locks_in_its_slots() {
+    let rc = redis_cluster(0, Persist::Always);
+    let client = builder(vec![rc.cluster_url().unwrap()])
+        .key_format(KeyFormat::Bare)
+        .connect()
+        .await
+        .unwrap();
+    let opts = opts(1_500).auto_extend(true);
+    let names: Vec<String> = (0..12).map(|i| format!("{{r{i}}}")).collect();
+    let owners: Vec<usize> = names.iter().map(|n| owner(&rc, &client.key(n))).collect();
+    let locks = join_all(
+        names
+            .iter()
+            .map(|n| client.acquire_with([n.as_str()], &opts)),
+    )
+    .await;
+    let locks: Vec<_> = locks.into_iter().map(Result::unwrap).collect();
+    let stopped = owners[0];
+    assert!(
+        owners.iter().any(|&o| o != stopped),
+        "locks on other primaries"
+    );
+    rc.pause(stopped).unwrap();
+    // Past the ttl: the locks of the other primaries were extended all along, in batches
+    // whose requests to the stopped primary never came back.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    for ((name, lock), _) in names
+        .iter()
+        .zip(&locks)
+        .zip(&owners)
+        .filter(|(_, o)| **o != stopped)
+    {
+        assert!(lock.is_held(), "{name}: {:?}", lock.lost_signal().get());
+    }
+    rc.resume(stopped).unwrap();
+    for lock in locks {
+        let _ = lock.release().await;
     }
 }
 

@@ -267,16 +267,37 @@ pub fn extend_batch(locks: &[Extension<'_>]) -> Command {
     }
 }
 
-/// What an EXTEND-BATCH reply over `locks` locks means: one EXTEND answer per lock, in the
-/// batch's order.
+/// What an EXTEND-BATCH reply over `locks` locks means: per lock, in the batch's order, an
+/// EXTEND answer, or a failure of that lock only (the others of the batch were still
+/// handled): `WrongType` when one of its keys holds another type (`-2`), `Script` when
+/// reading a key failed otherwise (`-3`, e.g. an ACL that denies the key).
 ///
 /// # Errors
 /// `Protocol` for a reply of another shape or length.
-pub fn read_extend_batch(reply: &Reply, locks: usize) -> Result<Vec<NodeKind>, Failure> {
-    match reply {
-        Reply::Array(items) if items.len() == locks => items.iter().map(read_extend).collect(),
-        other => Err(unexpected(other)),
+pub fn read_extend_batch(
+    reply: &Reply,
+    locks: usize,
+) -> Result<Vec<Result<NodeKind, Failure>>, Failure> {
+    let Reply::Array(items) = reply else {
+        return Err(unexpected(reply));
+    };
+    if items.len() != locks {
+        return Err(unexpected(reply));
     }
+    items
+        .iter()
+        .map(|item| match item {
+            Reply::Int(-2) => Ok(Err((
+                NodeKind::WrongType,
+                "a lock key holds a value of another type".to_owned(),
+            ))),
+            Reply::Int(-3) => Ok(Err((
+                NodeKind::Script,
+                "reading a lock key failed in the batch's script".to_owned(),
+            ))),
+            other => read_extend(other).map(Ok),
+        })
+        .collect()
 }
 
 /// RELEASE: compare-and-delete (RELEASE-ONE for one key), publishing on each deleted key's
@@ -491,11 +512,12 @@ mod tests {
         assert_eq!(script, Script::ExtendBatch);
         assert_eq!(keys, [&b"k0"[..], b"k0", b"k1"]);
         assert_eq!(args, [&b"1"[..], b"a", b"100", b"2", b"b", b"200"]);
+        let items = [1, -1, -2, -3].map(Reply::Int).to_vec();
+        let answers = read_extend_batch(&Reply::Array(items), 4).unwrap();
+        assert_eq!(answers[..2], [Ok(NodeKind::Ok), Ok(NodeKind::HeldByOther)]);
+        assert_eq!(answers[2].as_ref().unwrap_err().0, NodeKind::WrongType);
+        assert_eq!(answers[3].as_ref().unwrap_err().0, NodeKind::Script);
         let reply = Reply::Array(vec![Reply::Int(1), Reply::Int(-1)]);
-        assert_eq!(
-            read_extend_batch(&reply, 2),
-            Ok(vec![NodeKind::Ok, NodeKind::HeldByOther])
-        );
         assert!(read_extend_batch(&reply, 3).is_err(), "one answer per lock");
         let bad = Reply::Array(vec![Reply::Int(1), Reply::Int(7)]);
         assert!(read_extend_batch(&bad, 2).is_err());

@@ -123,46 +123,43 @@ impl Node {
         Ok(command::join_slots(&kinds))
     }
 
-    /// EXTEND-BATCH on this node: one EXTEND answer (or failure) per lock of `locks`, in
-    /// order. A cluster member sends one request per hash slot, and a lock whose keys span
-    /// slots through [`extend`](Self::extend). `prepared`, when given, is
-    /// `command::extend_batch(locks)` built once for every node.
+    /// The requests an extension batch of `locks` goes out in on this node, as positions
+    /// into `locks`: `(true, group)` for one EXTEND-BATCH, `(false, [i])` for a lock sent
+    /// alone through [`extend`](Self::extend). A plain node takes the whole batch in one
+    /// request; a cluster member one per hash slot, and a lock whose keys span slots alone.
+    pub(crate) fn batch_groups(&self, locks: &[Extension<'_>]) -> Vec<(bool, Vec<usize>)> {
+        if !self.target.is_cluster() {
+            return vec![(true, (0..locks.len()).collect())];
+        }
+        slots::batch_groups(locks.iter().map(|l| l.keys))
+    }
+
+    /// One request of an extension batch (see [`batch_groups`](Self::batch_groups)): one
+    /// EXTEND answer (or failure) per lock of `locks`, in order. With `one_request`,
+    /// EXTEND-BATCH over all of `locks` (`prepared`, when given, is that command built once
+    /// for every node); otherwise `locks` holds one lock, sent through
+    /// [`extend`](Self::extend).
     pub(crate) async fn extend_batch(
         &self,
         locks: &[Extension<'_>],
+        one_request: bool,
         prepared: Option<&Prepared>,
     ) -> Vec<Result<NodeKind, NodeFailure>> {
-        if !self.target.is_cluster() {
-            let reply = match prepared {
-                Some(p) => self.run_prepared(p, Traffic::Lock).await,
-                None => self.run(&command::extend_batch(locks), Traffic::Lock).await,
-            };
-            return match reply.and_then(|r| command::read_extend_batch(&r, locks.len())) {
-                Ok(kinds) => kinds.into_iter().map(Ok).collect(),
-                Err(failure) => vec![Err(failure); locks.len()],
-            };
+        if !one_request {
+            let mut out = Vec::with_capacity(locks.len());
+            for l in locks {
+                out.push(self.extend(l.keys, l.value, l.ttl_ms, None).await);
+            }
+            return out;
         }
-        let groups = slots::batch_groups(locks.iter().map(|l| l.keys));
-        let parts = join_all(groups.iter().map(|(one_slot, group)| async move {
-            if !*one_slot {
-                let l = &locks[group[0]];
-                return vec![self.extend(l.keys, l.value, l.ttl_ms, None).await];
-            }
-            let sub: Vec<Extension<'_>> = group.iter().map(|&i| locks[i]).collect();
-            let reply = self.run(&command::extend_batch(&sub), Traffic::Lock).await;
-            match reply.and_then(|r| command::read_extend_batch(&r, sub.len())) {
-                Ok(kinds) => kinds.into_iter().map(Ok).collect(),
-                Err(failure) => vec![Err(failure); sub.len()],
-            }
-        }))
-        .await;
-        let mut out = vec![Ok(NodeKind::Pending); locks.len()];
-        for ((_, group), answers) in groups.iter().zip(parts) {
-            for (&i, answer) in group.iter().zip(answers) {
-                out[i] = answer;
-            }
+        let reply = match prepared {
+            Some(p) => self.run_prepared(p, Traffic::Lock).await,
+            None => self.run(&command::extend_batch(locks), Traffic::Lock).await,
+        };
+        match reply.and_then(|r| command::read_extend_batch(&r, locks.len())) {
+            Ok(answers) => answers,
+            Err(failure) => vec![Err(failure); locks.len()],
         }
-        out
     }
 
     async fn extend_slot(

@@ -324,7 +324,8 @@ fn sequence() -> Vec<Step> {
             value: b,
             ttl_ms: 10_000,
         }),
-        // Ours, another's, absent, ours + absent, another's + ours, absent + another's.
+        // Ours, another's, absent, ours + absent, another's + ours, absent + another's,
+        // another's + absent.
         Run(Cmd::ExtendBatch {
             locks: vec![
                 (vec![xs[0].clone()], a.clone(), 20_000),
@@ -332,8 +333,13 @@ fn sequence() -> Vec<Step> {
                 (vec![xs[2].clone()], a.clone(), 20_000),
                 (vec![xs[0].clone(), xs[2].clone()], a.clone(), 30_000),
                 (vec![xs[1].clone(), xs[0].clone()], a.clone(), 30_000),
-                (vec![xs[2].clone(), xs[1].clone()], a, 30_000),
+                (vec![xs[2].clone(), xs[1].clone()], a.clone(), 30_000),
+                (vec![xs[1].clone(), xs[2].clone()], a.clone(), 30_000),
             ],
+        }),
+        // Never shortens: ours again with a shorter ttl.
+        Run(Cmd::ExtendBatch {
+            locks: vec![(vec![xs[0].clone()], a, 100)],
         }),
         Run(Cmd::Pttl { key: xs[0].clone() }),
         Run(Cmd::Pttl { key: xs[1].clone() }),
