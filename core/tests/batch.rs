@@ -17,13 +17,7 @@ async fn many_auto_extended_locks_share_their_requests() {
     let client = client(&c).await;
     let opts = opts(900).auto_extend(true);
     let names: Vec<String> = (0..200).map(|i| format!("many-{i}")).collect();
-    let locks = join_all(
-        names
-            .iter()
-            .map(|n| client.acquire_with([n.as_str()], &opts)),
-    )
-    .await;
-    let locks: Vec<_> = locks.into_iter().map(Result::unwrap).collect();
+    let locks = acquire_each(&client, &names, &opts).await;
     let scripts = || calls(&c, 0, &["evalsha", "eval"]);
     let before = scripts();
     // Every 300 ms each lock comes due: about six extensions each.

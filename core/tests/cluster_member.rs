@@ -144,6 +144,16 @@ async fn fenced_locks_across_slots_get_increasing_tokens() {
     second.release().await.unwrap();
 }
 
+/// A client of `rc` alone with bare keys, so that hash tags in resource names decide the
+/// slots.
+async fn bare_client(rc: &Cluster) -> Client {
+    builder(vec![rc.cluster_url().unwrap()])
+        .key_format(KeyFormat::Bare)
+        .connect()
+        .await
+        .unwrap()
+}
+
 /// The primary that serves `key`.
 fn owner(c: &Cluster, key: &[u8]) -> usize {
     c.masters()
@@ -156,12 +166,7 @@ fn owner(c: &Cluster, key: &[u8]) -> usize {
 #[tokio::test]
 async fn automatic_extensions_batch_per_slot_on_a_cluster_member() {
     let rc = redis_cluster(0, Persist::Always);
-    // Bare keys, so that the hash tags below decide the slots.
-    let client = builder(vec![rc.cluster_url().unwrap()])
-        .key_format(KeyFormat::Bare)
-        .connect()
-        .await
-        .unwrap();
+    let client = bare_client(&rc).await;
     let opts = opts(600).auto_extend(true);
     // Three locks of one slot (one request), a lock of another slot, and a lock across slots
     // (sent on its own), acquired together so that they come due together.
@@ -210,21 +215,11 @@ async fn automatic_extensions_batch_per_slot_on_a_cluster_member() {
 #[tokio::test]
 async fn a_stopped_primary_holds_up_only_the_locks_in_its_slots() {
     let rc = redis_cluster(0, Persist::Always);
-    let client = builder(vec![rc.cluster_url().unwrap()])
-        .key_format(KeyFormat::Bare)
-        .connect()
-        .await
-        .unwrap();
+    let client = bare_client(&rc).await;
     let opts = opts(1_500).auto_extend(true);
     let names: Vec<String> = (0..12).map(|i| format!("{{r{i}}}")).collect();
     let owners: Vec<usize> = names.iter().map(|n| owner(&rc, &client.key(n))).collect();
-    let locks = join_all(
-        names
-            .iter()
-            .map(|n| client.acquire_with([n.as_str()], &opts)),
-    )
-    .await;
-    let locks: Vec<_> = locks.into_iter().map(Result::unwrap).collect();
+    let locks = acquire_each(&client, &names, &opts).await;
     let stopped = owners[0];
     assert!(
         owners.iter().any(|&o| o != stopped),

@@ -84,6 +84,21 @@ pub async fn wait_holders(c: &Cluster, key: &[u8], value: &str, n: usize) -> usi
     holders(c, key, value)
 }
 
+/// Acquires each of `names` (one lock per resource) at once with `opts`.
+pub async fn acquire_each(
+    client: &Client,
+    names: &[String],
+    opts: &LockOptions,
+) -> Vec<quorumlock::Lock> {
+    let locks = futures_util::future::join_all(
+        names
+            .iter()
+            .map(|n| client.acquire_with([n.as_str()], opts)),
+    )
+    .await;
+    locks.into_iter().map(Result::unwrap).collect()
+}
+
 /// Acquires `resource` with the client's defaults and releases it at once.
 pub async fn lock_and_release(client: &Client, resource: &str) {
     client
