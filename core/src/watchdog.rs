@@ -51,7 +51,9 @@ async fn run(shared: Arc<Shared>, generation: u64) {
         };
         // `next_extend` never lies past the deadline: the loss must be seen by then.
         let sleep = wake.saturating_since(MonoTime::now());
+        // `biased`: the branches in order, without drawing a random start per poll.
         tokio::select! {
+            biased;
             _ = current.changed() => continue,
             () = tokio::time::sleep(sleep) => {}
         }
@@ -60,22 +62,27 @@ async fn run(shared: Arc<Shared>, generation: u64) {
         }
         let inner = &shared.grant.inner;
         // The wait for a permit is bounded by the deadline like the sleep above: a lock whose
-        // validity runs out in the queue is lost then, not when its turn comes.
-        let permit = loop {
-            let Some((_, valid_until)) = lock::renewed_at(&shared) else {
-                return;
-            };
-            tokio::select! {
-                _ = current.changed() => continue 'watch,
-                p = inner.extend_permits.acquire() => break p,
-                () = tokio::time::sleep(valid_until.saturating_since(MonoTime::now())) => {
-                    // An explicit extend may have renewed it meanwhile: then wait on.
-                    if lock::renewed_at(&shared).is_some_and(|(_, v)| v <= MonoTime::now()) {
-                        lock::expired(&shared, Report::default());
-                        return;
+        // validity runs out in the queue is lost then, not when its turn comes. Mostly a permit
+        // is free: then no timer and no select.
+        let permit = match inner.extend_permits.try_acquire() {
+            Ok(p) => Ok(p),
+            Err(_) => loop {
+                let Some((_, valid_until)) = lock::renewed_at(&shared) else {
+                    return;
+                };
+                tokio::select! {
+                    biased;
+                    _ = current.changed() => continue 'watch,
+                    p = inner.extend_permits.acquire() => break p,
+                    () = tokio::time::sleep(valid_until.saturating_since(MonoTime::now())) => {
+                        // An explicit extend may have renewed it meanwhile: then wait on.
+                        if lock::renewed_at(&shared).is_some_and(|(_, v)| v <= MonoTime::now()) {
+                            lock::expired(&shared, Report::default());
+                            return;
+                        }
                     }
                 }
-            }
+            },
         };
         if *current.borrow() != generation {
             return;
