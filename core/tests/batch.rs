@@ -84,7 +84,7 @@ async fn each_lock_of_a_batch_gets_its_own_answer() {
     tokio::time::sleep(Duration::from_millis(700)).await;
     for lock in [&kept, &pair] {
         assert!(lock.is_held(), "{:?}", lock.lost_signal().get());
-        assert!(lock.extensions() >= 3, "{} extensions", lock.extensions());
+        assert!(lock.extensions() >= 2, "{} extensions", lock.extensions());
     }
     // A lost lock is released in the background: none of its keys is left or re-created.
     assert_eq!(present(&c, &client.key("gone")), 0);

@@ -139,7 +139,7 @@ async fn auto_extension_retries_after_a_failed_round() {
     let opts = opts(3_000).auto_extend(true);
     let lock = client.acquire_with(["retry"], &opts).await.unwrap();
     // The first extension (at 1 s) meets three stopped nodes and fails at its 250 ms node
-    // timeout; the nodes are back as its retry goes out.
+    // timeout; its retry goes out while they are stopped or just back, and is answered.
     tokio::time::sleep(Duration::from_millis(300)).await;
     for i in 0..3 {
         c.pause(i).unwrap();

@@ -270,7 +270,8 @@ pub fn extend_batch(locks: &[Extension<'_>]) -> Command {
 /// What an EXTEND-BATCH reply over `locks` locks means: per lock, in the batch's order, an
 /// EXTEND answer, or a failure of that lock only (the others of the batch were still
 /// handled): `WrongType` when one of its keys holds another type (`-2`), `Script` when
-/// reading a key failed otherwise (`-3`, e.g. an ACL that denies the key).
+/// reading a key failed otherwise (`-3`). (An ACL that denies a key fails the whole request
+/// before the script runs.)
 ///
 /// # Errors
 /// `Protocol` for a reply of another shape or length.
