@@ -106,3 +106,52 @@ async fn one_batch_answers_each_lock_on_its_own() {
     assert!(pttl(2, "taken") > 15_000 && pttl(0, "taken") == -1);
     assert_eq!(pttl(0, "gone"), -2, "never re-created");
 }
+
+/// Every reply or timeout a node's metrics count, summed over kinds.
+fn counted(client: &Client, i: usize) -> u64 {
+    client.metrics().nodes[i]
+        .replies
+        .iter()
+        .map(|(_, n)| n)
+        .sum()
+}
+
+#[tokio::test]
+async fn a_late_answer_after_a_timeout_is_counted_once() {
+    let c = Cluster::builder().nodes(3).start().unwrap();
+    let client = Client::builder()
+        .nodes(c.urls())
+        .lock_options(LockOptions::default().node_timeout(Duration::from_millis(500)))
+        .connect()
+        .await
+        .unwrap();
+    let mut locks = Vec::new();
+    for r in ["late-a", "late-b"] {
+        locks.push(client.acquire([r]).await.unwrap());
+    }
+    // The acquisitions' replies after their quorum are counted too: let them arrive first.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before: Vec<u64> = (0..3).map(|i| counted(&client, i)).collect();
+    for i in 1..3 {
+        c.pause(i).unwrap();
+    }
+    let deadline = MonoTime::now() + Duration::from_millis(300);
+    let batcher = client.inner.batcher();
+    let rounds = join_all(["late-a", "late-b"].iter().zip(&locks).map(|(r, lock)| {
+        let keys: Arc<[Vec<u8>]> = vec![client.key(r)].into();
+        let value: Arc<str> = lock.value().into();
+        async move { batcher.extend(&keys, &value, 20_000, deadline).await }
+    }))
+    .await;
+    for r in rounds {
+        let kinds: Vec<NodeKind> = r.unwrap().results.iter().map(|n| n.kind).collect();
+        assert_eq!(kinds, [NodeKind::Ok, NodeKind::Timeout, NodeKind::Timeout]);
+    }
+    for i in 1..3 {
+        c.resume(i).unwrap();
+    }
+    // The stopped nodes' answers arrive now and are drained: not counted a second time.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after: Vec<u64> = (0..3).map(|i| counted(&client, i) - before[i]).collect();
+    assert_eq!(after, [2, 2, 2], "one count per lock and node");
+}
