@@ -19,8 +19,11 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use quorumlock_proto::command::{self, Extension};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
@@ -163,6 +166,20 @@ async fn gather(
 type Answers = Vec<(usize, Result<NodeKind, NodeFailure>)>;
 type Request = Pin<Box<dyn Future<Output = Answers> + Send>>;
 
+/// A request in flight with its node's place: a batch on a cluster member can have a
+/// request per lock (each braced key its own slot), so they wait in a `FuturesUnordered`,
+/// which polls only the ones woken, not every one per reply.
+struct Tagged(usize, Request);
+
+impl Future for Tagged {
+    type Output = (usize, Answers);
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let j = self.0;
+        self.1.as_mut().poll(cx).map(|answers| (j, answers))
+    }
+}
+
 /// One lock's round while its batch runs.
 struct Open {
     ticket: Ticket,
@@ -226,7 +243,7 @@ impl Counted {
 
 /// What is left of a batch once every lock was answered: the requests still in flight.
 struct Tail {
-    pending: Vec<(usize, Request)>,
+    pending: FuturesUnordered<Tagged>,
     counted: Counted,
 }
 
@@ -253,10 +270,12 @@ async fn send(nodes: &[Arc<Node>], batch: Vec<Ticket>) -> Tail {
         seen: vec![false; open.len() * n],
         start,
     };
-    let mut pending = requests(nodes, &open);
+    let mut sent = requests(nodes, &open);
     // Every request is polled (written to its connection) before any reply is looked at, as
     // in `quorum::round`.
-    let first = quorum::poll_all(&mut pending).await;
+    let first = quorum::poll_all(&mut sent).await;
+    let mut pending: FuturesUnordered<Tagged> =
+        sent.into_iter().map(|(j, r)| Tagged(j, r)).collect();
     let mut left = open.len();
     // Applies node `j`'s answers; returns how many locks they decided.
     let record = |open: &mut [Option<Open>], counted: &mut Counted, j: usize, answers| {
@@ -288,15 +307,22 @@ async fn send(nodes: &[Arc<Node>], batch: Vec<Ticket>) -> Tail {
         left -= record(&mut open, &mut counted, j, answers);
     }
     let mut checked = vec![false; n];
-    while left > 0 && !pending.is_empty() {
+    // One timer, set to the earliest deadline of the locks still open when it was set; when
+    // it fires it times out those whose deadline passed and is set again.
+    let earliest = |open: &[Option<Open>]| {
         let next = open.iter().flatten().map(|o| o.ticket.deadline).min();
         let wait = next.map_or(Duration::ZERO, |d| d.saturating_since(MonoTime::now()));
+        tokio::time::Instant::now() + wait
+    };
+    let timer = tokio::time::sleep_until(earliest(&open));
+    tokio::pin!(timer);
+    while left > 0 && !pending.is_empty() {
         tokio::select! {
             biased;
-            (j, answers) = quorum::next_reply(&mut pending) => {
+            Some((j, answers)) = pending.next() => {
                 left -= record(&mut open, &mut counted, j, answers);
             }
-            () = tokio::time::sleep(wait) => {
+            () = &mut timer => {
                 let now = MonoTime::now();
                 for (pos, entry) in open.iter_mut().enumerate() {
                     let Some(mut o) = entry.take_if(|o| o.ticket.deadline <= now) else {
@@ -314,6 +340,7 @@ async fn send(nodes: &[Arc<Node>], batch: Vec<Ticket>) -> Tail {
                     o.close();
                     left -= 1;
                 }
+                timer.as_mut().reset(earliest(&open));
             }
         }
     }
@@ -342,7 +369,7 @@ fn requests(nodes: &[Arc<Node>], open: &[Option<Open>]) -> Vec<(usize, Request)>
             )
         })
         .collect();
-    let all = extensions(&locks);
+    let all: Vec<Extension<'_>> = locks.iter().map(extension).collect();
     let prepared = Prepared::new(command::extend_batch(&all));
     let mut out = Vec::with_capacity(nodes.len());
     for (j, node) in nodes.iter().enumerate() {
@@ -351,8 +378,7 @@ fn requests(nodes: &[Arc<Node>], open: &[Option<Open>]) -> Vec<(usize, Request)>
             let (node, locks) = (node.clone(), locks.clone());
             let prepared = whole.then(|| prepared.clone());
             let request: Request = Box::pin(async move {
-                let all = extensions(&locks);
-                let sub: Vec<Extension<'_>> = group.iter().map(|&p| all[p]).collect();
+                let sub: Vec<Extension<'_>> = group.iter().map(|&p| extension(&locks[p])).collect();
                 let answers = node
                     .extend_batch(&sub, one_request, prepared.as_deref())
                     .await;
@@ -372,8 +398,7 @@ async fn drain(nodes: &[Arc<Node>], tail: Tail) {
         mut counted,
     } = tail;
     let _ = tokio::time::timeout(DRAIN_BOUND, async move {
-        while !pending.is_empty() {
-            let (j, answers) = quorum::next_reply(&mut pending).await;
+        while let Some((j, answers)) = pending.next().await {
             for (pos, answer) in answers {
                 let kind = answer.unwrap_or_else(|(kind, _)| kind);
                 counted.observe(nodes, pos, j, kind);
@@ -386,15 +411,12 @@ async fn drain(nodes: &[Arc<Node>], tail: Tail) {
 /// A lock of a batch as the node requests own it: keys, value, ttl ms.
 type Owned = (Arc<[Vec<u8>]>, Arc<str>, u64);
 
-fn extensions(locks: &[Owned]) -> Vec<Extension<'_>> {
-    locks
-        .iter()
-        .map(|(keys, value, ttl_ms)| Extension {
-            keys,
-            value,
-            ttl_ms: *ttl_ms,
-        })
-        .collect()
+fn extension((keys, value, ttl_ms): &Owned) -> Extension<'_> {
+    Extension {
+        keys,
+        value,
+        ttl_ms: *ttl_ms,
+    }
 }
 
 #[cfg(test)]
