@@ -12,9 +12,13 @@
 //! acquiring minus after connecting); extensions done against the expected count; locks lost
 //! (client counter, and every lock checked held at the end), which must be 0.
 //!
+//! With `--redis-cluster` the one quorum member is a Redis Cluster of 3 primaries instead
+//! (`redis+cluster://`; each lock's braced key has its own hash slot, so a batch of
+//! extensions becomes one request per slot); its node figures are summed over the primaries.
+//!
 //! ```text
 //! cargo run --release -p quorumlock-bench --bin many_locks -- [--locks 100000]
-//!     [--ttl-ms 30000] [--hold-secs 30] [--conc 256] [--json FILE]
+//!     [--ttl-ms 30000] [--hold-secs 30] [--conc 256] [--redis-cluster] [--json FILE]
 //! ```
 #![forbid(unsafe_code)]
 
@@ -35,14 +39,14 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// Nodes started when `$QL_NODES` is not set.
 const NODES: usize = 5;
 /// Printed for `--help` and bad arguments.
-const USAGE: &str =
-    "usage: many_locks [--locks N] [--ttl-ms MS] [--hold-secs S] [--conc N] [--json FILE]";
+const USAGE: &str = "usage: many_locks [--locks N] [--ttl-ms MS] [--hold-secs S] [--conc N] [--redis-cluster] [--json FILE]";
 
 struct Args {
     locks: usize,
     ttl: Duration,
     hold: Duration,
     conc: usize,
+    redis_cluster: bool,
     json: Option<String>,
 }
 
@@ -52,6 +56,7 @@ fn parse_args() -> Result<Args, String> {
         ttl: Duration::from_secs(30),
         hold: Duration::from_secs(30),
         conc: 64,
+        redis_cluster: false,
         json: None,
     };
     let mut it = std::env::args().skip(1);
@@ -63,6 +68,7 @@ fn parse_args() -> Result<Args, String> {
             "--ttl-ms" => a.ttl = Duration::from_millis(num(value()?)?),
             "--hold-secs" => a.hold = Duration::from_secs(num(value()?)?),
             "--conc" => a.conc = num(value()?)? as usize,
+            "--redis-cluster" => a.redis_cluster = true,
             "--json" => a.json = Some(value()?),
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
@@ -130,7 +136,12 @@ fn rss() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-async fn bench(args: &Args, urls: &[String]) -> Result<serde_json::Value, BoxError> {
+/// `urls`: the quorum members; `stats`: the plain nodes whose work is summed.
+async fn bench(
+    args: &Args,
+    urls: &[String],
+    stats: &[String],
+) -> Result<serde_json::Value, BoxError> {
     // A node timeout of 200 ms (the default would be 50 ms at this ttl): one thread serves
     // every lock's extensions, and the measure is their CPU, not a tight deadline.
     let opts = LockOptions::default()
@@ -178,11 +189,11 @@ async fn bench(args: &Args, urls: &[String]) -> Result<serde_json::Value, BoxErr
     );
     // Hold: the first extensions of the earliest locks are under way by now.
     let m0 = client.metrics();
-    let work0 = node_work(urls).await?;
+    let work0 = node_work(stats).await?;
     let (cpu0, h0) = (cpu_time(), MonoTime::now());
     tokio::time::sleep(args.hold).await;
     let (cpu1, h1) = (cpu_time(), MonoTime::now());
-    let work1 = node_work(urls).await?;
+    let work1 = node_work(stats).await?;
     let m1 = client.metrics();
     let rss2 = rss();
     let hold_secs = (h1 - h0).as_secs_f64();
@@ -244,14 +255,26 @@ fn main() -> Result<(), BoxError> {
         eprintln!("{msg}");
         std::process::exit(2);
     });
-    let (urls, cluster) = match std::env::var("QL_NODES") {
-        Ok(nodes) if !nodes.is_empty() => (nodes.split(',').map(String::from).collect(), None),
+    let (urls, stats, cluster) = match std::env::var("QL_NODES") {
+        _ if args.redis_cluster => {
+            let cluster = Cluster::builder()
+                .nodes(3)
+                .redis_cluster(0)
+                .persist(Persist::None)
+                .start()?;
+            let url = cluster.cluster_url().ok_or("no Redis Cluster URL")?;
+            (vec![url], cluster.urls(), Some(cluster))
+        }
+        Ok(nodes) if !nodes.is_empty() => {
+            let urls: Vec<String> = nodes.split(',').map(String::from).collect();
+            (urls.clone(), urls, None)
+        }
         _ => {
             let cluster = Cluster::builder()
                 .nodes(NODES)
                 .persist(Persist::None)
                 .start()?;
-            (cluster.urls(), Some(cluster))
+            (cluster.urls(), cluster.urls(), Some(cluster))
         }
     };
     let load_before = common::loadavg();
@@ -259,19 +282,25 @@ fn main() -> Result<(), BoxError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let mut result = rt.block_on(bench(&args, &urls))?;
+    let mut result = rt.block_on(bench(&args, &urls, &stats))?;
     drop(rt);
     drop(cluster);
     if let Some(o) = result.as_object_mut() {
         o.insert("load_before".into(), json!(load_before));
         o.insert("load_after".into(), json!(common::loadavg()));
         o.insert("nodes".into(), json!(urls.len()));
+        o.insert("redis_cluster".into(), json!(args.redis_cluster));
     }
     let r = &result;
     println!(
-        "many locks: {} held on {} nodes, ttl {} ms (extended every {} ms), held {:.1} s, one thread; load average {} before, {} after",
+        "many locks: {} held on {} nodes{}, ttl {} ms (extended every {} ms), held {:.1} s, one thread; load average {} before, {} after",
         r["held"],
         r["nodes"],
+        if args.redis_cluster {
+            " (a Redis Cluster of 3 primaries)"
+        } else {
+            ""
+        },
         r["ttl_ms"],
         r["extend_every_ms"],
         r["hold_secs"].as_f64().unwrap_or(0.0),
