@@ -19,9 +19,9 @@ bench-fanout: deps
 	$(CARGO) run --release --locked -q -p quorumlock-bench --bin fanout
 
 ## bench-many-locks: one client on one thread holding 100 000 auto-extended locks for 30 s:
-## CPU per lock-second, RSS per lock, locks lost.
+## CPU per lock-second, RSS per lock, locks lost. QL_MANY_LOCKS_ARGS: e.g. "--redis-cluster --locks 20000".
 bench-many-locks: deps
-	$(CARGO) run --release --locked -q -p quorumlock-bench --bin many_locks
+	$(CARGO) run --release --locked -q -p quorumlock-bench --bin many_locks -- $(QL_MANY_LOCKS_ARGS)
 
 ## bench-handoff-outside: the hand-off benchmark (`make bench-handoff`) with 2 ms of work
 ## outside the lock after each release, so that a releaser cannot re-take its own lock.
