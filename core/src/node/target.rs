@@ -78,7 +78,8 @@ impl Target {
             Target::Single(c) => {
                 let config = redis::AsyncConnectionConfig::new()
                     .set_connection_timeout(Some(timeout))
-                    .set_response_timeout(None);
+                    .set_response_timeout(None)
+                    .set_pipeline_buffer_size(PIPELINE_BUFFER);
                 let mux = c
                     .get_multiplexed_async_connection_with_config(&config)
                     .await?;
@@ -91,6 +92,14 @@ impl Target {
     }
 }
 
+/// The multiplexed connection's queue of commands not yet written (redis-rs's default is
+/// 50). A caller waiting for room in a full queue is queued only when it is polled again, so
+/// with more than 50 requests in flight (a round decided at the quorum leaves its slow
+/// requests to a background task) a release could pass its own lock's `SET` and leave the
+/// key behind until its ttl. The bound is kept far beyond any number of requests in flight:
+/// each one is a caller's, and every round is bounded by its deadline.
+const PIPELINE_BUFFER: usize = 1 << 24;
+
 /// One member's connection: multiplexed for a single master, slot-routed for a cluster.
 #[derive(Clone)]
 pub(crate) enum Conn {
@@ -100,10 +109,19 @@ pub(crate) enum Conn {
 
 impl Conn {
     /// Sends one command: to the master, or to the primary of the command's first key.
+    ///
+    /// On a single master the first poll of the returned future queues the command on the
+    /// connection: the rounds rely on it (a request polled once is ordered before every later
+    /// request of the same connection, such as the release or cleanup of the same value). The
+    /// queue's bound is out of reach ([`PIPELINE_BUFFER`]) and the poll is exempt from
+    /// tokio's cooperative budget, either of which would otherwise leave the command unqueued
+    /// and let a later one overtake it.
     pub(crate) async fn send(&mut self, cmd: &Cmd) -> RedisResult<Value> {
         match self {
-            Conn::Single(m) => m.send_packed_command(cmd).await,
-            Conn::Cluster(c) => c.req_packed_command(cmd).await,
+            Conn::Single(m) => tokio::task::unconstrained(m.send_packed_command(cmd)).await,
+            // Best effort: redis-rs's cluster driver keeps queues of its own (100 commands,
+            // then 50 per primary), which it does not let us size.
+            Conn::Cluster(c) => tokio::task::unconstrained(c.req_packed_command(cmd)).await,
         }
     }
 
