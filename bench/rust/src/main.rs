@@ -5,8 +5,12 @@
 //! ```text
 //! cargo run --release -p quorumlock-bench -- [--secs 3] [--persist none|always|everysec]
 //!                                           [--rounds 2] [--conc 1,16,64] [--callgrind]
-//!                                           [--json] [--nodes URL,URL,...]
+//!                                           [--no-notify] [--json] [--nodes URL,URL,...]
 //! ```
+//!
+//! `--no-notify` turns quorumlock's release notification off (`ClientBuilder::notify`): its
+//! release script then does not `PUBLISH`, like the floor's, which measures what the
+//! notification costs the nodes.
 //!
 //! `--nodes` measures on running nodes instead of starting 5 (the Python and Node benchmarks
 //! run it on theirs, between their own runs).
@@ -66,8 +70,8 @@ const RELEASE_LUA: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
                            return redis.call('DEL', KEYS[1]) else return 0 end";
 /// Printed for `--help` and bad arguments.
 const USAGE: &str = "usage: quorumlock-bench [--secs S] [--persist none|always|everysec] \
-[--rounds N] [--conc 1,16,64] [--callgrind] [--json] [--nodes URL,URL,...]
-       quorumlock-bench --count floor|quorumlock --cycles N [--conc C] --nodes URL,URL,...";
+[--rounds N] [--conc 1,16,64] [--callgrind] [--no-notify] [--json] [--nodes URL,URL,...]
+       quorumlock-bench --count floor|quorumlock --cycles N [--conc C] [--no-notify] --nodes URL,...";
 
 /// Command-line settings.
 struct Args {
@@ -88,6 +92,8 @@ struct Args {
     count: Option<(usize, u64)>,
     /// Running nodes to use instead of starting `NODES` (comma-separated URLs).
     nodes: Option<Vec<String>>,
+    /// quorumlock's release notification (`--no-notify` turns it off).
+    notify: bool,
 }
 
 /// Parses the command line; `Err` holds the message to print.
@@ -101,6 +107,7 @@ fn parse_args() -> Result<Args, String> {
         callgrind: false,
         count: None,
         nodes: None,
+        notify: true,
     };
     let (mut count_impl, mut cycles) = (None, 0u64);
     let mut it = std::env::args().skip(1);
@@ -122,6 +129,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--json" => args.json = true,
             "--callgrind" => args.callgrind = true,
+            "--no-notify" => args.notify = false,
             "--count" => {
                 let v = value()?;
                 count_impl = Some(
@@ -359,7 +367,12 @@ fn verdict(met: bool) -> &'static str {
 /// Prints the table of all cases to stdout.
 fn print_table(args: &Args, cases: &[Case], instr: Option<Instr>, load: &[String; 2]) {
     let (p, s, r) = (args.persist, args.secs, args.rounds);
-    println!("quorumlock bench: {NODES} nodes (persist {p}), {s} s per case");
+    let notify = if args.notify {
+        ""
+    } else {
+        ", quorumlock's notification off"
+    };
+    println!("quorumlock bench: {NODES} nodes (persist {p}), {s} s per case{notify}");
     println!("load average {} before, {} after", load[0], load[1]);
     println!("(floor and quorumlock alternate, {r} runs each; best run by throughput shown)");
     let h = [
@@ -419,6 +432,7 @@ fn to_json(args: &Args, cases: &[Case], instr: Option<Instr>, load: &[String; 2]
         .collect();
     json!({
         "nodes": NODES, "persist": args.persist.as_str(), "secs_per_run": args.secs,
+        "notify": args.notify,
         "warmup_secs": WARMUP.as_secs_f64(), "rounds": args.rounds,
         "pick": "best run by throughput", "worker_threads": WORKERS, "cases": cases,
         "load_before": load[0], "load_after": load[1],
@@ -431,7 +445,7 @@ fn to_json(args: &Args, cases: &[Case], instr: Option<Instr>, load: &[String; 2]
 }
 
 /// Connects both implementations to the nodes.
-async fn connect(urls: &[String], persist: Persist) -> Result<Env, BoxError> {
+async fn connect(urls: &[String], persist: Persist, notify: bool) -> Result<Env, BoxError> {
     let mut conns = Vec::with_capacity(urls.len());
     for url in urls {
         let client = redis::Client::open(url.as_str())?;
@@ -452,6 +466,7 @@ async fn connect(urls: &[String], persist: Persist) -> Result<Env, BoxError> {
         } else {
             Quarantine::Off
         })
+        .notify(notify)
         .connect()
         .await?;
     Ok(Env {
@@ -463,7 +478,7 @@ async fn connect(urls: &[String], persist: Persist) -> Result<Env, BoxError> {
 
 /// Connects both implementations to the nodes and runs every case, alternating them.
 async fn bench(args: &Args, urls: &[String]) -> Result<Vec<Case>, BoxError> {
-    let env = connect(urls, args.persist).await?;
+    let env = connect(urls, args.persist, args.notify).await?;
     let window = Duration::from_secs_f64(args.secs);
     let (mut cases, mut run_id) = (Vec::new(), 0);
     for &conc in &args.conc {
@@ -491,8 +506,9 @@ async fn bench(args: &Args, urls: &[String]) -> Result<Vec<Case>, BoxError> {
 /// Count mode (the program under callgrind or `perf`): `conc` tasks (the first `--conc`
 /// value, default 1), each on its own key, run 20 warm-up cycles and then their share of
 /// `cycles` acquire+release cycles of one implementation. Fails on a failed cycle.
-async fn count(which: usize, cycles: u64, conc: usize, urls: &[String]) -> Result<(), BoxError> {
-    let env = connect(urls, Persist::None).await?;
+async fn count(args: &Args, which: usize, cycles: u64, urls: &[String]) -> Result<(), BoxError> {
+    let conc = args.conc[0];
+    let env = connect(urls, Persist::None, args.notify).await?;
     let script = redis::Script::new(RELEASE_LUA);
     let share = cycles.div_ceil(conc as u64);
     let pid = std::process::id();
@@ -517,10 +533,10 @@ async fn count(which: usize, cycles: u64, conc: usize, urls: &[String]) -> Resul
 /// Instructions per cycle of each implementation (floor, quorumlock) under callgrind, per
 /// concurrency of [`CALLGRIND_RUNS`]: `(I(b) - I(a)) / (b - a)` for its two cycle counts.
 /// Keeps the output files in `$QL_CALLGRIND_DIR` when set (for `callgrind_annotate`).
-fn callgrind(urls: &[String]) -> Result<Instr, BoxError> {
+fn callgrind(urls: &[String], notify: bool) -> Result<Instr, BoxError> {
     CALLGRIND_RUNS
         .iter()
-        .map(|&(conc, cycles)| Ok((conc, callgrind_at(urls, conc, cycles)?)))
+        .map(|&(conc, cycles)| Ok((conc, callgrind_at(urls, conc, cycles, notify)?)))
         .collect()
 }
 
@@ -529,6 +545,7 @@ fn callgrind_at(
     urls: &[String],
     conc: usize,
     cycle_counts: [u64; 2],
+    notify: bool,
 ) -> Result<[f64; 2], BoxError> {
     let exe = std::env::current_exe()?;
     let keep = std::env::var_os("QL_CALLGRIND_DIR").map(std::path::PathBuf::from);
@@ -545,7 +562,9 @@ fn callgrind_at(
                 .arg(format!("--callgrind-out-file={}", out.display()))
                 .arg(&exe)
                 .args(["--count", name, "--cycles", &cycles.to_string()])
-                .args(["--conc", &conc.to_string(), "--nodes"])
+                .args(["--conc", &conc.to_string()])
+                .args((!notify).then_some("--no-notify"))
+                .arg("--nodes")
                 .arg(urls.join(","))
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
@@ -583,7 +602,7 @@ fn main() -> Result<(), BoxError> {
         .enable_all()
         .build()?;
     if let (Some((which, cycles)), Some(urls)) = (args.count, &args.nodes) {
-        return rt.block_on(count(which, cycles, args.conc[0], urls));
+        return rt.block_on(count(&args, which, cycles, urls));
     }
     let cluster = match args.nodes {
         Some(_) => None,
@@ -610,7 +629,7 @@ fn main() -> Result<(), BoxError> {
     let load_after = common::loadavg();
     drop(rt);
     let instr = if args.callgrind {
-        Some(callgrind(&urls)?)
+        Some(callgrind(&urls, args.notify)?)
     } else {
         None
     };
