@@ -10,6 +10,7 @@ pub(crate) mod scripts;
 mod slots;
 pub(crate) mod target;
 pub(crate) mod tls;
+mod writes;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -140,6 +141,8 @@ pub(crate) struct Node {
     state: Mutex<State>,
     /// What this node answered over the client's life.
     pub(crate) stats: crate::metrics::NodeStats,
+    /// A cluster member's acquisitions in flight, which its releases wait for.
+    writes: writes::Writes,
 }
 
 impl Node {
@@ -164,6 +167,7 @@ impl Node {
                 reconnecting: false,
             }),
             stats: crate::metrics::NodeStats::default(),
+            writes: writes::Writes::default(),
         })
     }
 

@@ -34,6 +34,8 @@ impl Node {
         ttl_ms: u64,
         prepared: Option<&Prepared>,
     ) -> Result<NodeKind, NodeFailure> {
+        // Marked before the request goes out: a release of this value must not overtake it.
+        let _writing = self.is_cluster().then(|| self.writes.begin(value));
         let Some(groups) = self.split(keys, 1)? else {
             if let Some(p) = prepared {
                 let reply = self.run_prepared(p, Traffic::Lock).await?;
@@ -77,7 +79,7 @@ impl Node {
         if won.iter().all(|w| matches!(w, Ok(true))) {
             return Ok(NodeKind::Ok);
         }
-        if let Err((kind, text)) = self.release(lock_keys, value, false, None).await {
+        if let Err((kind, text)) = self.release_now(lock_keys, value, false, None).await {
             // Not an "untouched" kind: the attempt's own cleanup tries again.
             return Err((
                 NodeKind::Other,
@@ -185,6 +187,21 @@ impl Node {
         notify: bool,
         prepared: Option<&Prepared>,
     ) -> Result<NodeKind, NodeFailure> {
+        if self.is_cluster() {
+            self.writes.settled(value).await;
+        }
+        self.release_now(keys, value, notify, prepared).await
+    }
+
+    /// [`release`](Self::release) without waiting for acquisitions of `value` in flight:
+    /// for the undoing of a partial acquisition by that acquisition itself.
+    async fn release_now(
+        &self,
+        keys: &[Vec<u8>],
+        value: &str,
+        notify: bool,
+        prepared: Option<&Prepared>,
+    ) -> Result<NodeKind, NodeFailure> {
         let (deleted, other) = match self.split(keys, 1)? {
             None => match prepared {
                 Some(p) => {
@@ -246,6 +263,7 @@ impl Node {
         ttl_ms: u64,
         counter_ttl_ms: u64,
     ) -> Result<Option<Vec<u64>>, NodeFailure> {
+        let _writing = self.is_cluster().then(|| self.writes.begin(value));
         let Some(groups) = self.split(keys, 2)? else {
             return self
                 .fenced_acquire_slot(keys, value, ttl_ms, counter_ttl_ms)

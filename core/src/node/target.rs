@@ -119,8 +119,8 @@ impl Conn {
     pub(crate) async fn send(&mut self, cmd: &Cmd) -> RedisResult<Value> {
         match self {
             Conn::Single(m) => tokio::task::unconstrained(m.send_packed_command(cmd)).await,
-            // Best effort: redis-rs's cluster driver keeps queues of its own (100 commands,
-            // then 50 per primary), which it does not let us size.
+            // redis-rs's cluster driver keeps no order between requests: a release waits for
+            // the acquisitions of its value instead (`writes.rs`).
             Conn::Cluster(c) => tokio::task::unconstrained(c.req_packed_command(cmd)).await,
         }
     }
