@@ -460,6 +460,9 @@ async fn attempts(
                 if let Some((nodes, value)) = c.clean {
                     d.clean(nodes, value);
                 }
+                // The requests in flight go to the background first: on a cluster member the
+                // cleanup waits for them (`node/writes.rs`), and only the drain polls them now.
+                d.drain();
                 // The caller may exit right away: it leaves no key behind.
                 if let Some(cleanup) = d.cleanup.take() {
                     let _ = cleanup.await;

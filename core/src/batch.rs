@@ -370,13 +370,19 @@ fn requests(nodes: &[Arc<Node>], open: &[Option<Open>]) -> Vec<(usize, Request)>
         })
         .collect();
     let all: Vec<Extension<'_>> = locks.iter().map(extension).collect();
-    let prepared = Prepared::new(command::extend_batch(&all));
+    // The whole batch's command, built once when a plain node takes it (never on cluster
+    // members alone).
+    let mut whole_batch: Option<Arc<Prepared>> = None;
     let mut out = Vec::with_capacity(nodes.len());
     for (j, node) in nodes.iter().enumerate() {
         for (one_request, group) in node.batch_groups(&all) {
             let whole = group.len() == all.len() && !node.is_cluster();
             let (node, locks) = (node.clone(), locks.clone());
-            let prepared = whole.then(|| prepared.clone());
+            let prepared = whole.then(|| {
+                whole_batch
+                    .get_or_insert_with(|| Prepared::new(command::extend_batch(&all)))
+                    .clone()
+            });
             let request: Request = Box::pin(async move {
                 let sub: Vec<Extension<'_>> = group.iter().map(|&p| extension(&locks[p])).collect();
                 let answers = node

@@ -78,7 +78,7 @@ async fn a_release_never_passes_its_own_lock_s_set() {
 }
 
 /// Two single masters and a Redis Cluster of 3 primaries: the cluster member is often the
-/// third to answer, after the acquisition was decided. Without the wait 6 000–6 900 of the
+/// third to answer, after the acquisition was decided. Without the wait 6 000–7 200 of the
 /// 7 680 releases missed it and every task's key stayed there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_on_a_cluster_member_waits_for_its_own_lock_s_set() {

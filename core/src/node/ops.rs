@@ -106,6 +106,9 @@ impl Node {
         ttl_ms: u64,
         prepared: Option<&Prepared>,
     ) -> Result<NodeKind, NodeFailure> {
+        if self.is_cluster() {
+            self.writes.settled(value).await;
+        }
         let Some(groups) = self.split(keys, 1)? else {
             if let Some(p) = prepared {
                 let reply = self.run_prepared(p, Traffic::Lock).await?;
@@ -320,6 +323,9 @@ impl Node {
         tokens: &[u64],
         counter_ttl_ms: u64,
     ) -> Result<NodeKind, NodeFailure> {
+        if self.is_cluster() {
+            self.writes.settled(value).await;
+        }
         let Some(groups) = self.split(keys, 2)? else {
             return self.raise_slot(keys, value, tokens, counter_ttl_ms).await;
         };

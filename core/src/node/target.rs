@@ -92,12 +92,13 @@ impl Target {
     }
 }
 
-/// The multiplexed connection's queue of commands not yet written (redis-rs's default is
-/// 50). A caller waiting for room in a full queue is queued only when it is polled again, so
-/// with more than 50 requests in flight (a round decided at the quorum leaves its slow
-/// requests to a background task) a release could pass its own lock's `SET` and leave the
-/// key behind until its ttl. The bound is kept far beyond any number of requests in flight:
-/// each one is a caller's, and every round is bounded by its deadline.
+/// The multiplexed connection's queue of commands its task has not yet taken (redis-rs's
+/// default is 50). A caller waiting for room in a full queue is queued only when it is polled
+/// again, so in a burst (a round decided at the quorum leaves its slow requests to a
+/// background task) a release could pass its own lock's `SET` and leave the key behind until
+/// its ttl. The bound is kept far beyond any number of requests in flight: each one is a
+/// caller's, and every round is bounded by its deadline. The queue's blocks are allocated as
+/// they fill.
 const PIPELINE_BUFFER: usize = 1 << 24;
 
 /// One member's connection: multiplexed for a single master, slot-routed for a cluster.
@@ -113,9 +114,11 @@ impl Conn {
     /// On a single master the first poll of the returned future queues the command on the
     /// connection: the rounds rely on it (a request polled once is ordered before every later
     /// request of the same connection, such as the release or cleanup of the same value). The
-    /// queue's bound is out of reach ([`PIPELINE_BUFFER`]) and the poll is exempt from
-    /// tokio's cooperative budget, either of which would otherwise leave the command unqueued
-    /// and let a later one overtake it.
+    /// queue's bound is out of reach ([`PIPELINE_BUFFER`]) and the future's polls are exempt
+    /// from tokio's cooperative budget, either of which would otherwise leave the command
+    /// unqueued and let a later one overtake it. This holds while redis-rs awaits nothing
+    /// before its queue: no `concurrency_limit`, no client-side cache, no credentials
+    /// provider (`core/tests/ordering.rs` checks it).
     pub(crate) async fn send(&mut self, cmd: &Cmd) -> RedisResult<Value> {
         match self {
             Conn::Single(m) => tokio::task::unconstrained(m.send_packed_command(cmd)).await,

@@ -1,76 +1,97 @@
-//! A cluster member's acquisitions in flight, by value, so that a release or cleanup of a
-//! value runs after them (REDLOCK.md §2.6).
+//! A cluster member's acquisitions in flight, by value, so that a release, cleanup, extend or
+//! raise of a value runs after them (REDLOCK.md §2.6).
 //!
 //! On a single master a request is queued on the connection at its first poll and the
 //! server runs the connection's requests in order, so a release sent after an acquisition
-//! was decided always runs after that acquisition's late `SET`. redis-rs's cluster driver
-//! keeps no such order (it routes every request as a future of its own, through queues we
-//! cannot size), and a release could overtake the `SET` it should delete, which then held the
-//! key until its ttl. So on a cluster member a release waits until the acquisitions of the
-//! same value on that member have answered (or were given up by their caller and the drain).
+//! was decided runs after that acquisition's late `SET`. redis-rs's cluster driver keeps no
+//! such order (it routes every request as a future of its own), and a release could overtake
+//! the `SET` it should delete, which then held the key until its ttl. So on a cluster member
+//! such a request first waits until the acquisitions of the same value that began before it
+//! have ended (answered, failed, or given up by the drain that keeps them alive).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::watch;
 
-/// How many acquisitions of a value are in flight, and a channel whose sender is dropped
-/// when the last one ends.
-type Open = (usize, watch::Sender<()>);
+/// The acquisitions of one value in flight, by sequence number, and a channel that ticks
+/// when one ends; its sender is dropped when the last one ends.
+struct Open {
+    seqs: Vec<u64>,
+    tx: watch::Sender<()>,
+}
 
-/// Values with acquisitions in flight.
+/// Values with acquisitions in flight. A value can be shared by many locks (a caller-chosen
+/// value), so a wait covers only the acquisitions that began before it.
 #[derive(Default)]
 pub(crate) struct Writes {
-    open: Mutex<HashMap<Arc<str>, Open>>,
+    /// The next sequence number, and the open acquisitions by value.
+    state: Mutex<(u64, HashMap<Arc<str>, Open>)>,
 }
 
 /// Marks one acquisition of a value in flight until dropped.
 pub(crate) struct Writing<'a> {
     writes: &'a Writes,
     value: Arc<str>,
+    seq: u64,
 }
 
 impl Writes {
+    fn lock(&self) -> MutexGuard<'_, (u64, HashMap<Arc<str>, Open>)> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Marks an acquisition of `value` in flight; call it before the request is sent.
     pub(crate) fn begin(&self, value: &str) -> Writing<'_> {
         let value: Arc<str> = Arc::from(value);
-        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        open.entry(value.clone())
-            .or_insert_with(|| (0, watch::channel(()).0))
-            .0 += 1;
+        let mut state = self.lock();
+        let seq = state.0;
+        state.0 += 1;
+        state
+            .1
+            .entry(value.clone())
+            .or_insert_with(|| Open {
+                seqs: Vec::new(),
+                tx: watch::channel(()).0,
+            })
+            .seqs
+            .push(seq);
         Writing {
             writes: self,
             value,
+            seq,
         }
     }
 
-    /// Completes once no acquisition of `value` is in flight.
+    /// Completes once no acquisition of `value` that began before this call is in flight.
     pub(crate) async fn settled(&self, value: &str) {
-        let rx = {
-            let open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-            match open.get(value) {
-                Some((_, tx)) => tx.subscribe(),
-                None => return,
-            }
-        };
-        let mut rx = rx;
-        // Ends with an error when the sender is dropped: the last acquisition ended.
-        while rx.changed().await.is_ok() {}
+        let mut before = None;
+        loop {
+            let mut rx = {
+                let state = self.lock();
+                let before = *before.get_or_insert(state.0);
+                match state.1.get(value) {
+                    Some(open) if open.seqs.iter().any(|&s| s < before) => open.tx.subscribe(),
+                    _ => return,
+                }
+            };
+            // Ok when one of them ended, an error when the last one did: look again.
+            let _ = rx.changed().await;
+        }
     }
 }
 
 impl Drop for Writing<'_> {
     fn drop(&mut self) {
-        let mut open = self
-            .writes
-            .open
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some((n, _)) = open.get_mut(&self.value) {
-            *n -= 1;
-            if *n == 0 {
-                open.remove(&self.value);
-            }
+        let mut state = self.writes.lock();
+        let Some(open) = state.1.get_mut(&self.value) else {
+            return;
+        };
+        open.seqs.retain(|&s| s != self.seq);
+        if open.seqs.is_empty() {
+            state.1.remove(&self.value);
+        } else {
+            open.tx.send_replace(());
         }
     }
 }
@@ -80,7 +101,7 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn a_release_waits_for_every_acquisition_of_its_value() {
+    async fn a_wait_covers_the_acquisitions_of_its_value_that_began_before_it() {
         let w = Writes::default();
         w.settled("v").await; // none in flight: at once
         let (a, b) = (w.begin("v"), w.begin("v"));
@@ -88,16 +109,14 @@ mod tests {
         let waiting = w.settled("v");
         tokio::pin!(waiting);
         assert!(futures_util::poll!(&mut waiting).is_pending());
+        // An acquisition of the same value that began after the wait does not hold it up.
+        let later = w.begin("v");
         drop(a);
         drop(other);
         assert!(futures_util::poll!(&mut waiting).is_pending());
         drop(b);
         assert!(futures_util::poll!(&mut waiting).is_ready());
-        assert!(
-            w.open
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .is_empty()
-        );
+        drop(later);
+        assert!(w.lock().1.is_empty());
     }
 }
