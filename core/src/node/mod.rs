@@ -141,7 +141,8 @@ pub(crate) struct Node {
     state: Mutex<State>,
     /// What this node answered over the client's life.
     pub(crate) stats: crate::metrics::NodeStats,
-    /// A cluster member's acquisitions in flight, which its releases wait for.
+    /// A cluster member's acquisitions in flight, which its releases, extends and raises of
+    /// the same value wait for.
     writes: writes::Writes,
 }
 
