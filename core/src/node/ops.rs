@@ -107,7 +107,7 @@ impl Node {
         prepared: Option<&Prepared>,
     ) -> Result<NodeKind, NodeFailure> {
         if self.is_cluster() {
-            self.writes.settled(value).await;
+            self.writes.settled(value, self.index).await;
         }
         let Some(groups) = self.split(keys, 1)? else {
             if let Some(p) = prepared {
@@ -191,7 +191,7 @@ impl Node {
         prepared: Option<&Prepared>,
     ) -> Result<NodeKind, NodeFailure> {
         if self.is_cluster() {
-            self.writes.settled(value).await;
+            self.writes.settled(value, self.index).await;
         }
         self.release_now(keys, value, notify, prepared).await
     }
@@ -324,7 +324,7 @@ impl Node {
         counter_ttl_ms: u64,
     ) -> Result<NodeKind, NodeFailure> {
         if self.is_cluster() {
-            self.writes.settled(value).await;
+            self.writes.settled(value, self.index).await;
         }
         let Some(groups) = self.split(keys, 2)? else {
             return self.raise_slot(keys, value, tokens, counter_ttl_ms).await;

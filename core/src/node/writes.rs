@@ -64,19 +64,41 @@ impl Writes {
     }
 
     /// Completes once no acquisition of `value` that began before this call is in flight.
-    pub(crate) async fn settled(&self, value: &str) {
+    /// `node` names the member in the warning logged when the wait is dropped before it ends
+    /// (the drain's 30 s bound, or the runtime shutting down): the request it held back is
+    /// then never sent.
+    pub(crate) async fn settled(&self, value: &str, node: usize) {
         let mut before = None;
+        let mut waiting = GiveUp { node, done: false };
         loop {
             let mut rx = {
                 let state = self.lock();
                 let before = *before.get_or_insert(state.0);
                 match state.1.get(value) {
                     Some(open) if open.seqs.iter().any(|&s| s < before) => open.tx.subscribe(),
-                    _ => return,
+                    _ => break,
                 }
             };
             // Ok when one of them ended, an error when the last one did: look again.
             let _ = rx.changed().await;
+        }
+        waiting.done = true;
+    }
+}
+
+/// Logs a wait of [`Writes::settled`] dropped before it ended.
+struct GiveUp {
+    node: usize,
+    done: bool,
+}
+
+impl Drop for GiveUp {
+    fn drop(&mut self) {
+        if !self.done {
+            tracing::warn!(
+                node = self.node,
+                "a release, extend or raise on a cluster member was dropped unsent while it waited for an acquisition of the same value in flight; a key a release was to delete lives until its ttl"
+            );
         }
     }
 }
@@ -103,10 +125,10 @@ mod tests {
     #[tokio::test]
     async fn a_wait_covers_the_acquisitions_of_its_value_that_began_before_it() {
         let w = Writes::default();
-        w.settled("v").await; // none in flight: at once
+        w.settled("v", 0).await; // none in flight: at once
         let (a, b) = (w.begin("v"), w.begin("v"));
         let other = w.begin("x");
-        let waiting = w.settled("v");
+        let waiting = w.settled("v", 0);
         tokio::pin!(waiting);
         assert!(futures_util::poll!(&mut waiting).is_pending());
         // An acquisition of the same value that began after the wait does not hold it up.
