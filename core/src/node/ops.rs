@@ -6,6 +6,7 @@
 use futures_util::future::join_all;
 use quorumlock_proto::command::{self, Extension};
 
+use super::writes::Writing;
 use super::{Node, NodeFailure, Prepared, Traffic, slots};
 use crate::report::NodeKind;
 
@@ -24,6 +25,20 @@ impl Node {
         Ok((groups.len() > 1).then_some(groups))
     }
 
+    /// On a cluster member, marks an acquisition of `value` in flight until the guard is
+    /// dropped; call it before the request goes out (`writes.rs`).
+    fn writing(&self, value: &str) -> Option<Writing<'_>> {
+        self.is_cluster().then(|| self.writes.begin(value))
+    }
+
+    /// On a cluster member, waits until the acquisitions of `value` that began before this
+    /// call have ended, so that a request needing their keys does not overtake them.
+    async fn after_writes(&self, value: &str) {
+        if self.is_cluster() {
+            self.writes.settled(value, self.index).await;
+        }
+    }
+
     /// ACQUIRE on this node: `SET key value NX PX ttl` for one key, ACQUIRE-MULTI for a set.
     /// `Ok` is a vote for, `HeldByOther` a key already present. `prepared`, when given, is
     /// `command::acquire(keys, value, ttl_ms)` built once for the round.
@@ -34,8 +49,7 @@ impl Node {
         ttl_ms: u64,
         prepared: Option<&Prepared>,
     ) -> Result<NodeKind, NodeFailure> {
-        // Marked before the request goes out: a release of this value must not overtake it.
-        let _writing = self.is_cluster().then(|| self.writes.begin(value));
+        let _writing = self.writing(value);
         let Some(groups) = self.split(keys, 1)? else {
             if let Some(p) = prepared {
                 let reply = self.run_prepared(p, Traffic::Lock).await?;
@@ -106,9 +120,7 @@ impl Node {
         ttl_ms: u64,
         prepared: Option<&Prepared>,
     ) -> Result<NodeKind, NodeFailure> {
-        if self.is_cluster() {
-            self.writes.settled(value, self.index).await;
-        }
+        self.after_writes(value).await;
         let Some(groups) = self.split(keys, 1)? else {
             if let Some(p) = prepared {
                 let reply = self.run_prepared(p, Traffic::Lock).await?;
@@ -190,9 +202,7 @@ impl Node {
         notify: bool,
         prepared: Option<&Prepared>,
     ) -> Result<NodeKind, NodeFailure> {
-        if self.is_cluster() {
-            self.writes.settled(value, self.index).await;
-        }
+        self.after_writes(value).await;
         self.release_now(keys, value, notify, prepared).await
     }
 
@@ -266,7 +276,7 @@ impl Node {
         ttl_ms: u64,
         counter_ttl_ms: u64,
     ) -> Result<Option<Vec<u64>>, NodeFailure> {
-        let _writing = self.is_cluster().then(|| self.writes.begin(value));
+        let _writing = self.writing(value);
         let Some(groups) = self.split(keys, 2)? else {
             return self
                 .fenced_acquire_slot(keys, value, ttl_ms, counter_ttl_ms)
@@ -323,9 +333,7 @@ impl Node {
         tokens: &[u64],
         counter_ttl_ms: u64,
     ) -> Result<NodeKind, NodeFailure> {
-        if self.is_cluster() {
-            self.writes.settled(value, self.index).await;
-        }
+        self.after_writes(value).await;
         let Some(groups) = self.split(keys, 2)? else {
             return self.raise_slot(keys, value, tokens, counter_ttl_ms).await;
         };
