@@ -192,6 +192,49 @@ async fn majority_of_dead_nodes_is_quorum_not_reached() {
     }
 }
 
+/// An attempt decided by refusals while two nodes are silent (paused) waits for their
+/// answers: a late refusal gets no cleanup script, a late write does (REDLOCK.md §3.2).
+#[tokio::test]
+async fn rule5_silent_nodes_are_cleaned_only_if_they_wrote() {
+    let c = cluster(5);
+    let client = client(&c).await;
+    let key = client.key("silent");
+    let slow = opts(10_000).node_timeout(Duration::from_secs(3));
+    for (foreign, written) in [(5, false), (3, true)] {
+        for i in 0..foreign {
+            set_foreign(&c, i, &key, 30_000);
+        }
+        let scripts = |i| calls(&c, i, &["evalsha", "eval"]);
+        let before = [scripts(3), scripts(4)];
+        c.pause(3).unwrap();
+        c.pause(4).unwrap();
+        let resume = async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            c.resume(3).unwrap();
+            c.resume(4).unwrap();
+        };
+        let (result, ()) = tokio::join!(client.acquire_with(["silent"], &slow), resume);
+        let e = result.unwrap_err();
+        assert!(e.is_busy(), "{e}");
+        for (n, i) in [3, 4].into_iter().enumerate() {
+            assert_eq!(
+                get(&c, i, &key).as_deref(),
+                (foreign == 5).then_some(&b"someone-else"[..]),
+                "node {i}"
+            );
+            // A script may count twice: EVALSHA, then EVAL on a node that had not loaded it.
+            assert_eq!(
+                scripts(i) > before[n],
+                written,
+                "node {i}: a cleanup script where the late SET wrote, none where it was refused"
+            );
+        }
+        for i in 0..5 {
+            del(&c, i, &key);
+        }
+    }
+}
+
 #[tokio::test]
 async fn rule5_requests_are_written_before_refused_nodes_decide_the_round() {
     // Refused nodes answer at once; the live ones come first and last in node order, so

@@ -99,13 +99,16 @@ pub fn cleanup_plan(round: &Round, cluster: &[bool]) -> Vec<usize> {
     round
         .results
         .iter()
-        .filter(|r| {
-            !untouched(r.kind)
-                || (r.kind == NodeKind::HeldByOther
-                    && cluster.get(r.index).copied().unwrap_or(false))
-        })
+        .filter(|r| must_clean(r.kind, cluster.get(r.index).copied().unwrap_or(false)))
         .map(|r| r.index)
         .collect()
+}
+
+/// Whether a node that answered `kind` to an acquisition may hold its key (see
+/// [`cleanup_plan`]; `cluster` marks a Redis Cluster member). `Pending` may: its request may
+/// still be written.
+pub fn must_clean(kind: NodeKind, cluster: bool) -> bool {
+    !untouched(kind) || (kind == NodeKind::HeldByOther && cluster)
 }
 
 /// Whether a round of EXISTS probes found the keys gone on a quorum of its `n` nodes

@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::acquire::{AttemptVerdict, cleanup_plan, next_attempt, remember, verdict};
+use crate::acquire::{AttemptVerdict, cleanup_plan, must_clean, next_attempt, remember, verdict};
 use crate::config::{LockOptions, Timing};
 use crate::error::{Error, ErrorKind, MAX_ATTEMPT_REPORTS, Result};
 use crate::fencing;
@@ -152,10 +152,26 @@ struct Raising {
     held: usize,
 }
 
+/// A failed attempt whose only nodes that may hold its key had not answered when it was
+/// decided: their answers, or the round's deadline, tell which of them the cleanup needs.
+/// In a contended hand-off most losing attempts are decided by other holders' refusals
+/// while the last nodes' replies are on their way, and those replies are refusals too.
+#[derive(Debug)]
+struct Suspects {
+    /// Not answered yet.
+    nodes: Vec<usize>,
+    /// Answered with a write or an unknown outcome: to clean.
+    dirty: Vec<usize>,
+    deadline: u64,
+    value: Arc<str>,
+}
+
 #[derive(Debug)]
 struct Wait {
     until: u64,
+    /// A cleanup runs, or `suspects` decide whether one is needed.
     cleaning: bool,
+    suspects: Option<Suspects>,
     spread_cap: Duration,
     spread: [u8; 8],
     /// A release notice already moved this wait.
@@ -289,6 +305,7 @@ impl Acquisition {
             State::Voting(a) => Some(a.tally.deadline_us()),
             State::Raising(r) => Some(r.tally.deadline_us()),
             State::Waiting(w) if !w.cleaning => Some(w.until),
+            State::Waiting(w) => w.suspects.as_ref().map(|s| s.deadline),
             _ => None,
         }
     }
@@ -300,6 +317,14 @@ impl Acquisition {
             State::Voting(a) => a.tally.expire(now_us),
             State::Raising(r) => r.tally.expire(now_us),
             State::Waiting(w) => {
+                if let Some(s) = w.suspects.as_mut()
+                    && now_us >= s.deadline
+                {
+                    let expired = std::mem::take(&mut s.nodes);
+                    s.dirty.extend(&expired);
+                    self.settle(now_us);
+                    return expired;
+                }
                 if !w.cleaning && now_us >= w.until {
                     self.state = State::Ready;
                 }
@@ -357,14 +382,52 @@ impl Acquisition {
                     took
                 }
                 State::Raising(r) => r.tally.record(node, answer, now_us),
+                State::Waiting(w) => match w.suspects.as_mut() {
+                    Some(s) if s.nodes.contains(&node) => {
+                        s.nodes.retain(|&n| n != node);
+                        let kind = answer.as_ref().map_or_else(|(k, _)| *k, |k| *k);
+                        let cluster = self.members.get(node).is_some_and(|m| m.cluster);
+                        if must_clean(kind, cluster) {
+                            s.dirty.push(node);
+                        }
+                        true
+                    }
+                    _ => false,
+                },
                 _ => false,
             };
             recorded |= took;
         }
         if recorded {
-            self.advance(now_us);
+            if matches!(self.state, State::Waiting(_)) {
+                self.settle(now_us);
+            } else {
+                self.advance(now_us);
+            }
         }
         recorded
+    }
+
+    /// Once every suspect answered or timed out: the cleanup of those that may hold the key,
+    /// or none, and what follows it.
+    fn settle(&mut self, now_us: u64) {
+        let State::Waiting(w) = &mut self.state else {
+            return;
+        };
+        if !w.suspects.as_ref().is_some_and(|s| s.nodes.is_empty()) {
+            return;
+        }
+        let Some(s) = w.suspects.take() else {
+            return;
+        };
+        if s.dirty.is_empty() {
+            self.handle_cleaned(now_us);
+        } else {
+            self.out.push_back(Output::Clean {
+                nodes: s.dirty,
+                value: s.value,
+            });
+        }
     }
 
     /// The cleanup of the last [`Output::Clean`] ended.
@@ -414,6 +477,9 @@ impl Acquisition {
         let mut clean = match std::mem::replace(&mut self.state, State::Finished) {
             State::Voting(a) => self.dirty(a.tally.round()).map(|n| (n, a.value)),
             State::Raising(r) => self.dirty(&r.phase1).map(|n| (n, r.attempt.value)),
+            State::Waiting(Wait {
+                suspects: Some(s), ..
+            }) => Some((s.nodes.into_iter().chain(s.dirty).collect(), s.value)),
             _ => None,
         };
         for out in std::mem::take(&mut self.out) {
@@ -512,15 +578,17 @@ impl Acquisition {
     fn voted(&mut self, mut a: Attempt, now_us: u64) {
         // The attempt's tally is done: its results move on without a copy.
         let round = a.tally.take_round();
+        // Nodes still silent may answer until then (see `Suspects`).
+        let defer = Some(a.tally.deadline_us());
         let q = quorum(self.members.len());
         let votes = round.count(NodeKind::Ok);
         #[cfg(feature = "mutants")]
         let votes = self.mutant.votes(votes);
         if !self.opts.get_fenced() || votes < q {
-            return self.judge(a, round, None, now_us);
+            return self.judge(a, round, None, defer, now_us);
         }
         let Some(p1) = fencing::phase1(&round, &a.counters) else {
-            return self.judge(a, round, None, now_us);
+            return self.judge(a, round, None, defer, now_us);
         };
         let settled = p1.settled(self.members.len());
         #[cfg(feature = "mutants")]
@@ -528,7 +596,7 @@ impl Acquisition {
             || self.mutant == crate::mutant::Mutant::NoPhase2
             || self.mutant.votes(p1.held) >= q;
         if settled {
-            return self.judge(a, round, Some(p1.tokens), now_us);
+            return self.judge(a, round, Some(p1.tokens), defer, now_us);
         }
         self.round += 1;
         let tokens: Arc<[u64]> = p1.tokens.clone().into();
@@ -580,12 +648,20 @@ impl Acquisition {
         #[cfg(feature = "mutants")]
         let held = self.mutant.votes(held);
         let tokens = (held >= quorum(self.members.len())).then_some(tokens);
-        self.judge(attempt, phase1, tokens, now_us);
+        self.judge(attempt, phase1, tokens, None, now_us);
     }
 
     /// The verdict on a decided attempt (after phase 2 when fenced): the grant, or the
-    /// cleanup and what follows it.
-    fn judge(&mut self, a: Attempt, round: Round, tokens: Option<Vec<u64>>, now_us: u64) {
+    /// cleanup and what follows it. `defer`: the deadline of the attempt's round while its
+    /// late answers still reach the machine (not after phase 2, whose round is another).
+    fn judge(
+        &mut self,
+        a: Attempt,
+        round: Round,
+        tokens: Option<Vec<u64>>,
+        defer: Option<u64>,
+        now_us: u64,
+    ) {
         let fence_failed = self.opts.get_fenced() && tokens.is_none();
         let elapsed = Duration::from_micros(now_us.saturating_sub(a.t1));
         let (drift, valid_from) = (self.drift, a.t1);
@@ -620,6 +696,25 @@ impl Acquisition {
         #[cfg(feature = "mutants")]
         let dirty = dirty.filter(|_| self.mutant != crate::mutant::Mutant::NoCleanup);
         let votes = round.count(NodeKind::Ok);
+        // Only nodes that had not answered may hold the key: their answers decide.
+        let suspects = match (&dirty, defer) {
+            (Some(nodes), Some(deadline))
+                if nodes.iter().all(|&i| {
+                    round
+                        .results
+                        .iter()
+                        .any(|r| r.index == i && r.kind == NodeKind::Pending)
+                }) =>
+            {
+                Some(Suspects {
+                    nodes: nodes.clone(),
+                    dirty: Vec::new(),
+                    deadline,
+                    value: a.value.clone(),
+                })
+            }
+            _ => None,
+        };
         let report = round.into_report();
         remember(&mut self.history, &report, MAX_ATTEMPT_REPORTS);
         let error = Error::new(kind, message)
@@ -627,7 +722,7 @@ impl Acquisition {
             .with_validity_us(v)
             .with_report(report);
         let cleaning = dirty.is_some();
-        if let Some(nodes) = dirty {
+        if let Some(nodes) = dirty.filter(|_| suspects.is_none()) {
             self.out.push_back(Output::Clean {
                 nodes,
                 value: a.value,
@@ -640,6 +735,7 @@ impl Acquisition {
                 self.state = State::Waiting(Wait {
                     until: now_us,
                     cleaning,
+                    suspects,
                     spread_cap: Duration::ZERO,
                     spread: a.spread,
                     woken: false,
@@ -656,6 +752,7 @@ impl Acquisition {
         self.state = State::Waiting(Wait {
             until: now_us.saturating_add(micros(delay)),
             cleaning,
+            suspects,
             // A waiter that won some nodes just lost a split vote to other waiters: spread it
             // much wider.
             spread_cap: if votes > 0 {

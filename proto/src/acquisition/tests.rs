@@ -115,21 +115,121 @@ fn other_holders_make_it_busy_and_refusals_need_no_cleanup() {
         m.handle_answer(*round, *node, Ok(NodeKind::HeldByOther), 2_000);
     }
     let (_, rest) = drain(&mut m, 2_000);
-    let [Output::Clean { nodes, .. }] = &rest[..] else {
-        panic!("{rest:?}")
-    };
-    assert_eq!(
-        nodes,
-        &vec![2],
-        "only the node still pending may hold our key"
+    assert!(
+        rest.is_empty(),
+        "only the node still pending may hold our key: its answer decides ({rest:?})"
     );
-    m.handle_cleaned(2_100);
+    assert_eq!(
+        m.poll_timeout(),
+        Some(1_000 + micros(m.node_timeout())),
+        "until the round's deadline"
+    );
+    assert!(
+        m.handle_answer(sends[2].0, 2, Ok(NodeKind::HeldByOther), 2_100),
+        "a suspect's late answer counts"
+    );
     let (_, rest) = drain(&mut m, 2_100);
     let [Output::Done(Err(e))] = &rest[..] else {
         panic!("{rest:?}")
     };
     assert_eq!(e.kind(), ErrorKind::Busy);
     assert_eq!(e.attempts(), 1);
+}
+
+/// The contended case of `other_holders_make_it_busy_and_refusals_need_no_cleanup`: of the
+/// nodes still silent when other holders decided the attempt, only those that wrote (or
+/// whose outcome is unknown) are cleaned, and the next attempt waits for that.
+#[test]
+fn silent_nodes_of_a_refused_attempt_are_cleaned_only_if_they_wrote() {
+    let o = opts()
+        .retry_count(1)
+        .retry_delay(Duration::from_millis(1))
+        .retry_jitter(Duration::ZERO);
+    let mut m = machine(5, o);
+    let (sends, _) = drain(&mut m, 1_000);
+    let round = sends[0].0;
+    let Request::Acquire { value } = sends[0].2.clone() else {
+        panic!()
+    };
+    for node in 0..3 {
+        m.handle_answer(round, node, Ok(NodeKind::HeldByOther), 1_100);
+    }
+    let (_, rest) = drain(&mut m, 1_100);
+    assert!(matches!(rest[..], [Output::Listen]), "{rest:?}");
+    m.handle_answer(round, 3, Ok(NodeKind::Ok), 1_200);
+    assert!(drain(&mut m, 1_200).1.is_empty(), "node 4 still silent");
+    m.handle_timeout(5_000);
+    assert!(
+        drain(&mut m, 5_000).0.is_empty(),
+        "no attempt before the suspects are settled, past the retry delay too"
+    );
+    m.handle_answer(round, 4, Ok(NodeKind::HeldByOther), 5_100);
+    let (_, rest) = drain(&mut m, 5_100);
+    let [Output::Clean { nodes, value: v }] = &rest[..] else {
+        panic!("{rest:?}")
+    };
+    assert_eq!(nodes, &vec![3], "node 3 wrote late, node 4 refused");
+    assert_eq!(v, &value);
+    assert_eq!(m.poll_timeout(), None, "the cleanup runs");
+    m.handle_cleaned(5_200);
+    let (sends, rest) = drain(&mut m, 5_200);
+    assert!(
+        matches!(rest[..], [Output::Attempt { number: 2 }]),
+        "{rest:?}"
+    );
+    assert_eq!(sends.len(), 5);
+
+    // Refused everywhere but one node, which never answers: cleaned at the deadline.
+    let mut m = machine(3, opts());
+    let (sends, _) = drain(&mut m, 1_000);
+    for node in 0..2 {
+        m.handle_answer(sends[0].0, node, Ok(NodeKind::HeldByOther), 1_100);
+    }
+    let deadline = m.poll_timeout().unwrap();
+    assert_eq!(m.handle_timeout(deadline - 1), Vec::<usize>::new());
+    assert_eq!(m.handle_timeout(deadline), vec![2]);
+    let (_, rest) = drain(&mut m, deadline);
+    assert!(
+        matches!(&rest[..], [Output::Clean { nodes, .. }] if nodes == &vec![2]),
+        "{rest:?}"
+    );
+    m.handle_cleaned(deadline + 10);
+    let (_, rest) = drain(&mut m, deadline + 10);
+    assert!(matches!(rest[..], [Output::Done(Err(_))]), "{rest:?}");
+}
+
+#[test]
+fn cancelling_while_suspects_are_silent_cleans_them() {
+    let mut m = machine(3, opts().retry_count(3));
+    let (sends, _) = drain(&mut m, 1_000);
+    let Request::Acquire { value } = sends[0].2.clone() else {
+        panic!()
+    };
+    for node in 0..2 {
+        m.handle_answer(sends[0].0, node, Ok(NodeKind::HeldByOther), 1_100);
+    }
+    drain(&mut m, 1_100);
+    let c = m.cancel();
+    assert_eq!(c.clean, Some((vec![2], value)));
+    assert_eq!(c.error.kind(), ErrorKind::Cancelled);
+}
+
+#[test]
+fn a_cluster_member_that_refuses_late_is_still_cleaned() {
+    let mut members: Vec<Member> = members(3).to_vec();
+    members[2].cluster = true;
+    let mut m = Acquisition::new(members.into(), opts(), &timing(), 1_000).unwrap();
+    let (sends, _) = drain(&mut m, 1_000);
+    for node in 0..2 {
+        m.handle_answer(sends[0].0, node, Ok(NodeKind::HeldByOther), 1_100);
+    }
+    assert!(drain(&mut m, 1_100).1.is_empty());
+    m.handle_answer(sends[0].0, 2, Ok(NodeKind::HeldByOther), 1_200);
+    let (_, rest) = drain(&mut m, 1_200);
+    assert!(
+        matches!(&rest[..], [Output::Clean { nodes, .. }] if nodes == &vec![2]),
+        "its client may have retried our own write: {rest:?}"
+    );
 }
 
 #[test]

@@ -396,11 +396,19 @@ impl World {
         }
         // The caller gives up at the end of the run: a call waiting between attempts is
         // cancelled. Its outputs are all acted on by now (a failed attempt's cleanup is sent,
-        // only not awaited), and no request of its attempts is in flight. Without release notices, wanting
-        // one means exactly that the call waits for its next attempt.
+        // only not awaited); what cancelling leaves to clean are the nodes of its last attempt
+        // that had not answered yet when it was decided. Without release notices, wanting one
+        // means exactly that the call waits for its next attempt.
         if self.q.now() >= self.stop_at && call.m.wants_release_notice() {
-            let _ = call.m.cancel();
+            let cancelled = call.m.cancel();
             self.note(|| format!("client {c} gives up: the run is over"));
+            if let Some((nodes, value)) = cancelled.clean {
+                self.note(|| format!("client {c} cleans {nodes:?}"));
+                for node in nodes {
+                    let tag = Tag::Clean { call: call.id };
+                    self.send_release(c, node, tag, &call.keys, &value);
+                }
+            }
             return;
         }
         let cleanup = call.cleaning.as_ref().map(|(_, end)| *end);

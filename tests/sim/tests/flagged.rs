@@ -6,6 +6,11 @@ use quorumlock_sim::runner::{all_scenarios, batch, find, parse_seed, replay};
 
 /// Seeds tried before a scenario counts as not flagged.
 const BOUND: u64 = 10_000;
+/// The extend mutant's race is rare (docs/SAFETY.md): its first failing
+/// seeds came at 167, 1 353 and 21 449 before 2026-12-06, at 10 218, 12 775, 21 497 and
+/// 48 348 after (about one schedule in 5 000), so 10 000 seeds missed it by chance once the
+/// schedules shifted. 40 000 seeds miss it with a probability near e^-8.
+const EXTEND_SET_BOUND: u64 = 40_000;
 /// Seeds each mutant's scenario must pass under the real protocol (the control).
 const CONTROL: u64 = 500;
 
@@ -17,7 +22,12 @@ fn broken_scenarios_and_mutants_are_flagged() {
     );
     println!("|---|---|---|---|---|---|");
     for (s, m) in all_scenarios().into_iter().filter(|(s, _)| !s.safe) {
-        let b = batch(&s, m, 0, BOUND);
+        let bound = if m == Mutant::ExtendSet {
+            EXTEND_SET_BOUND
+        } else {
+            BOUND
+        };
+        let b = batch(&s, m, 0, bound);
         let (seed, what) = match &b.failure {
             Some((seed, what)) => (format!("{seed:#x}"), what.split(':').next().unwrap_or("")),
             None => ("none".to_owned(), ""),
@@ -44,7 +54,7 @@ fn broken_scenarios_and_mutants_are_flagged() {
     }
     assert!(
         missed.is_empty(),
-        "not flagged within {BOUND} seeds: {missed:?}"
+        "not flagged within the bound: {missed:?}"
     );
     assert!(
         unsafe_controls.is_empty(),
