@@ -192,8 +192,10 @@ async fn majority_of_dead_nodes_is_quorum_not_reached() {
     }
 }
 
-/// An attempt decided by refusals while two nodes are silent (paused) waits for their
-/// answers: a late refusal gets no cleanup script, a late write does (REDLOCK.md §3.2).
+/// An attempt decided by refusals while two nodes are still silent waits for their answers
+/// (as long again as the round took): a late refusal gets no cleanup script, a late write
+/// does (REDLOCK.md §3.2). Every node is paused; the refusing ones resume after 300 ms, the
+/// other two 20 ms later.
 #[tokio::test]
 async fn rule5_silent_nodes_are_cleaned_only_if_they_wrote() {
     let c = cluster(5);
@@ -206,12 +208,18 @@ async fn rule5_silent_nodes_are_cleaned_only_if_they_wrote() {
         }
         let scripts = |i| calls(&c, i, &["evalsha", "eval"]);
         let before = [scripts(3), scripts(4)];
-        c.pause(3).unwrap();
-        c.pause(4).unwrap();
+        for i in 0..5 {
+            c.pause(i).unwrap();
+        }
         let resume = async {
             tokio::time::sleep(Duration::from_millis(300)).await;
-            c.resume(3).unwrap();
-            c.resume(4).unwrap();
+            for i in 0..3 {
+                c.resume(i).unwrap();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            for i in 3..5 {
+                c.resume(i).unwrap();
+            }
         };
         let (result, ()) = tokio::join!(client.acquire_with(["silent"], &slow), resume);
         let e = result.unwrap_err();

@@ -37,6 +37,11 @@ use crate::value::{self, Random, VALUE_BYTES};
 /// hand-off benchmark with 8 or 32 clients, and cost its mean when a releaser re-acquires.
 pub const SPLIT_SPREAD: Duration = Duration::from_millis(20);
 
+/// The shortest time a failed attempt waits for its silent nodes' answers before it cleans
+/// them ([`Suspects`]); otherwise it waits as long as its round took until it was decided,
+/// and never past the round's deadline.
+pub const SUSPECT_WAIT: Duration = Duration::from_millis(1);
+
 /// One configured node as the machine sees it.
 #[derive(Clone, Debug)]
 pub struct Member {
@@ -153,9 +158,12 @@ struct Raising {
 }
 
 /// A failed attempt whose only nodes that may hold its key had not answered when it was
-/// decided: their answers, or the round's deadline, tell which of them the cleanup needs.
-/// In a contended hand-off most losing attempts are decided by other holders' refusals
-/// while the last nodes' replies are on their way, and those replies are refusals too.
+/// decided: their answers tell which of them the cleanup needs. In a contended hand-off most
+/// losing attempts are decided by other holders' refusals while the last nodes' replies are
+/// on their way, and those replies are refusals too. A node that does not answer within
+/// [`SUSPECT_WAIT`] or the time the round took (at most until the round's deadline) is
+/// cleaned as it was before, so a silent node costs a failed attempt little more than the
+/// round's own duration.
 #[derive(Debug)]
 struct Suspects {
     /// Not answered yet.
@@ -578,8 +586,9 @@ impl Acquisition {
     fn voted(&mut self, mut a: Attempt, now_us: u64) {
         // The attempt's tally is done: its results move on without a copy.
         let round = a.tally.take_round();
-        // Nodes still silent may answer until then (see `Suspects`).
-        let defer = Some(a.tally.deadline_us());
+        // Nodes still silent are awaited until then (see `Suspects`).
+        let wait = now_us.saturating_sub(a.t1).max(micros(SUSPECT_WAIT));
+        let defer = Some(a.tally.deadline_us().min(now_us.saturating_add(wait)));
         let q = quorum(self.members.len());
         let votes = round.count(NodeKind::Ok);
         #[cfg(feature = "mutants")]

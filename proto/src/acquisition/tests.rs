@@ -121,8 +121,8 @@ fn other_holders_make_it_busy_and_refusals_need_no_cleanup() {
     );
     assert_eq!(
         m.poll_timeout(),
-        Some(1_000 + micros(m.node_timeout())),
-        "until the round's deadline"
+        Some(3_000),
+        "as long again as the round took until its decision (1 ms)"
     );
     assert!(
         m.handle_answer(sends[2].0, 2, Ok(NodeKind::HeldByOther), 2_100),
@@ -152,19 +152,24 @@ fn silent_nodes_of_a_refused_attempt_are_cleaned_only_if_they_wrote() {
         panic!()
     };
     for node in 0..3 {
-        m.handle_answer(round, node, Ok(NodeKind::HeldByOther), 1_100);
+        m.handle_answer(round, node, Ok(NodeKind::HeldByOther), 3_000);
     }
-    let (_, rest) = drain(&mut m, 1_100);
+    let (_, rest) = drain(&mut m, 3_000);
     assert!(matches!(rest[..], [Output::Listen]), "{rest:?}");
-    m.handle_answer(round, 3, Ok(NodeKind::Ok), 1_200);
-    assert!(drain(&mut m, 1_200).1.is_empty(), "node 4 still silent");
-    m.handle_timeout(5_000);
+    assert_eq!(
+        m.poll_timeout(),
+        Some(5_000),
+        "the round took 2 ms: 2 ms more"
+    );
+    m.handle_answer(round, 3, Ok(NodeKind::Ok), 3_200);
+    assert!(drain(&mut m, 3_200).1.is_empty(), "node 4 still silent");
+    m.handle_timeout(4_999);
     assert!(
-        drain(&mut m, 5_000).0.is_empty(),
+        drain(&mut m, 4_999).0.is_empty(),
         "no attempt before the suspects are settled, past the retry delay too"
     );
-    m.handle_answer(round, 4, Ok(NodeKind::HeldByOther), 5_100);
-    let (_, rest) = drain(&mut m, 5_100);
+    m.handle_answer(round, 4, Ok(NodeKind::HeldByOther), 4_999);
+    let (_, rest) = drain(&mut m, 4_999);
     let [Output::Clean { nodes, value: v }] = &rest[..] else {
         panic!("{rest:?}")
     };
@@ -179,13 +184,26 @@ fn silent_nodes_of_a_refused_attempt_are_cleaned_only_if_they_wrote() {
     );
     assert_eq!(sends.len(), 5);
 
-    // Refused everywhere but one node, which never answers: cleaned at the deadline.
+    // Refused everywhere but one node, which does not answer in time: cleaned as before,
+    // never later than the round's deadline.
     let mut m = machine(3, opts());
     let (sends, _) = drain(&mut m, 1_000);
     for node in 0..2 {
         m.handle_answer(sends[0].0, node, Ok(NodeKind::HeldByOther), 1_100);
     }
     let deadline = m.poll_timeout().unwrap();
+    assert_eq!(deadline, 2_100, "decided after 100 µs: the 1 ms floor");
+    let mut late = machine(3, opts());
+    let (sends_late, _) = drain(&mut late, 1_000);
+    let end = 1_000 + micros(late.node_timeout());
+    for node in 0..2 {
+        late.handle_answer(sends_late[0].0, node, Ok(NodeKind::HeldByOther), end - 10);
+    }
+    assert_eq!(
+        late.poll_timeout(),
+        Some(end),
+        "capped by the round's deadline"
+    );
     assert_eq!(m.handle_timeout(deadline - 1), Vec::<usize>::new());
     assert_eq!(m.handle_timeout(deadline), vec![2]);
     let (_, rest) = drain(&mut m, deadline);

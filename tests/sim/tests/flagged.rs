@@ -8,8 +8,9 @@ use quorumlock_sim::runner::{all_scenarios, batch, find, parse_seed, replay};
 const BOUND: u64 = 10_000;
 /// The extend mutant's race is rare (docs/SAFETY.md): its first failing
 /// seeds came at 167, 1 353 and 21 449 before 2026-12-06, at 10 218, 12 775, 21 497 and
-/// 48 348 after (about one schedule in 5 000), so 10 000 seeds missed it by chance once the
-/// schedules shifted. 40 000 seeds miss it with a probability near e^-8.
+/// 48 348 with a first version of that day's change (about one schedule in 5 000), so
+/// 10 000 seeds can miss it by chance whenever the schedules shift. 40 000 seeds miss it
+/// with a probability near e^-8.
 const EXTEND_SET_BOUND: u64 = 40_000;
 /// Seeds each mutant's scenario must pass under the real protocol (the control).
 const CONTROL: u64 = 500;
