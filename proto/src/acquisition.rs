@@ -37,9 +37,9 @@ use crate::value::{self, Random, VALUE_BYTES};
 /// hand-off benchmark with 8 or 32 clients, and cost its mean when a releaser re-acquires.
 pub const SPLIT_SPREAD: Duration = Duration::from_millis(20);
 
-/// The shortest time a failed attempt waits for its silent nodes' answers before it cleans
-/// them ([`Suspects`]); otherwise it waits as long as its round took until it was decided,
-/// and never past the round's deadline.
+/// The shortest time a failed attempt decided by refusals waits for its silent nodes'
+/// answers before it cleans them; otherwise it waits as long as its round took until it was
+/// decided, and never past the round's deadline (REDLOCK.md §3.2).
 pub const SUSPECT_WAIT: Duration = Duration::from_millis(1);
 
 /// One configured node as the machine sees it.
@@ -306,8 +306,9 @@ impl Acquisition {
         self.out.pop_front()
     }
 
-    /// When [`Acquisition::handle_timeout`] is due: the round's deadline, or the end of the
-    /// current wait. `None` when nothing is timed (waiting for a cleanup, or finished).
+    /// When [`Acquisition::handle_timeout`] is due: the round's deadline, the end of the wait
+    /// for a failed attempt's silent nodes ([`SUSPECT_WAIT`]), or the end of the current
+    /// wait. `None` when nothing is timed (waiting for a cleanup, or finished).
     pub fn poll_timeout(&self) -> Option<u64> {
         match &self.state {
             State::Voting(a) => Some(a.tally.deadline_us()),
@@ -319,7 +320,9 @@ impl Acquisition {
     }
 
     /// The time of [`Acquisition::poll_timeout`] came. Returns the nodes that timed out in
-    /// the current round (for the driver's metrics and connection checks).
+    /// the current round (for the driver's metrics and connection checks); a failed
+    /// attempt's silent nodes that the machine stops waiting for are cleaned, not reported:
+    /// their wait may be far shorter than the node timeout.
     pub fn handle_timeout(&mut self, now_us: u64) -> Vec<usize> {
         let expired = match &mut self.state {
             State::Voting(a) => a.tally.expire(now_us),
@@ -328,10 +331,10 @@ impl Acquisition {
                 if let Some(s) = w.suspects.as_mut()
                     && now_us >= s.deadline
                 {
-                    let expired = std::mem::take(&mut s.nodes);
-                    s.dirty.extend(&expired);
+                    let silent = std::mem::take(&mut s.nodes);
+                    s.dirty.extend(silent);
                     self.settle(now_us);
-                    return expired;
+                    return Vec::new();
                 }
                 if !w.cleaning && now_us >= w.until {
                     self.state = State::Ready;
@@ -394,8 +397,10 @@ impl Acquisition {
                     Some(s) if s.nodes.contains(&node) => {
                         s.nodes.retain(|&n| n != node);
                         let kind = answer.as_ref().map_or_else(|(k, _)| *k, |k| *k);
+                        // A cluster member's client retries by itself after an I/O error, so
+                        // whatever it answers late may follow our own write: cleaned.
                         let cluster = self.members.get(node).is_some_and(|m| m.cluster);
-                        if must_clean(kind, cluster) {
+                        if cluster || must_clean(kind, false) {
                             s.dirty.push(node);
                         }
                         true

@@ -205,7 +205,11 @@ fn silent_nodes_of_a_refused_attempt_are_cleaned_only_if_they_wrote() {
         "capped by the round's deadline"
     );
     assert_eq!(m.handle_timeout(deadline - 1), Vec::<usize>::new());
-    assert_eq!(m.handle_timeout(deadline), vec![2]);
+    assert_eq!(
+        m.handle_timeout(deadline),
+        Vec::<usize>::new(),
+        "not a node timeout: the wait was 1 ms"
+    );
     let (_, rest) = drain(&mut m, deadline);
     assert!(
         matches!(&rest[..], [Output::Clean { nodes, .. }] if nodes == &vec![2]),
@@ -242,11 +246,16 @@ fn a_cluster_member_that_refuses_late_is_still_cleaned() {
         m.handle_answer(sends[0].0, node, Ok(NodeKind::HeldByOther), 1_100);
     }
     assert!(drain(&mut m, 1_100).1.is_empty());
-    m.handle_answer(sends[0].0, 2, Ok(NodeKind::HeldByOther), 1_200);
+    m.handle_answer(
+        sends[0].0,
+        2,
+        Err((NodeKind::ConnectionRefused, "refused".into())),
+        1_200,
+    );
     let (_, rest) = drain(&mut m, 1_200);
     assert!(
         matches!(&rest[..], [Output::Clean { nodes, .. }] if nodes == &vec![2]),
-        "its client may have retried our own write: {rest:?}"
+        "its client may have retried our own write, whatever it answers: {rest:?}"
     );
 }
 
