@@ -427,10 +427,7 @@ impl Acquisition {
         let State::Waiting(w) = &mut self.state else {
             return;
         };
-        if !w.suspects.as_ref().is_some_and(|s| s.nodes.is_empty()) {
-            return;
-        }
-        let Some(s) = w.suspects.take() else {
+        let Some(s) = w.suspects.take_if(|s| s.nodes.is_empty()) else {
             return;
         };
         if s.dirty.is_empty() {

@@ -68,12 +68,11 @@ impl Writes {
     /// (the drain's 30 s bound, or the runtime shutting down): the request it held back is
     /// then never sent.
     pub(crate) async fn settled(&self, value: &str, node: usize) {
-        let mut before = None;
+        let before = self.lock().0;
         let mut waiting = GiveUp { node, done: false };
         loop {
             let mut rx = {
                 let state = self.lock();
-                let before = *before.get_or_insert(state.0);
                 match state.1.get(value) {
                     Some(open) if open.seqs.iter().any(|&s| s < before) => open.tx.subscribe(),
                     _ => break,

@@ -375,11 +375,7 @@ impl World {
                     self.send(c, node, tag, cmd);
                 }
                 Output::Clean { nodes, value } => {
-                    self.note(|| format!("client {c} cleans {nodes:?}"));
-                    for &node in &nodes {
-                        let tag = Tag::Clean { call: call.id };
-                        self.send_release(c, node, tag, &call.keys, &value);
-                    }
+                    self.send_clean(c, &call, &nodes, &value);
                     let end = now.saturating_add(
                         u64::try_from(call.m.node_timeout().as_micros()).unwrap_or(u64::MAX),
                     );
@@ -403,11 +399,7 @@ impl World {
             let cancelled = call.m.cancel();
             self.note(|| format!("client {c} gives up: the run is over"));
             if let Some((nodes, value)) = cancelled.clean {
-                self.note(|| format!("client {c} cleans {nodes:?}"));
-                for node in nodes {
-                    let tag = Tag::Clean { call: call.id };
-                    self.send_release(c, node, tag, &call.keys, &value);
-                }
+                self.send_clean(c, &call, &nodes, &value);
             }
             return;
         }
@@ -525,6 +517,15 @@ impl World {
                 return;
             };
             self.finish_extend(c, h);
+        }
+    }
+
+    /// A cleanup of `call`'s attempt with `value`: RELEASE on `nodes`, tagged as its cleanup.
+    fn send_clean(&mut self, c: usize, call: &Call, nodes: &[usize], value: &str) {
+        self.note(|| format!("client {c} cleans {nodes:?}"));
+        for &node in nodes {
+            let tag = Tag::Clean { call: call.id };
+            self.send_release(c, node, tag, &call.keys, value);
         }
     }
 
