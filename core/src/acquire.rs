@@ -147,6 +147,8 @@ struct Driver<'a> {
     cleanup: Option<JoinHandle<()>>,
     /// The ACQUIRE of the current round, built once for all nodes.
     prepared: Option<(u64, Arc<Prepared>)>,
+    /// The marks of the keys' waiter flags, built when first needed ([`Driver::marks`]).
+    marks: Option<Arc<[Arc<Prepared>]>>,
     listening: Option<Listening<'a>>,
     listener: Option<Listener>,
 }
@@ -188,28 +190,40 @@ impl Driver<'_> {
             }),
             _ => None,
         };
+        // While subscribed, an attempt first marks the keys' waiter flags on each node, so
+        // that the releases it may lose to will publish (REDLOCK.md §9).
+        let marks = (self.listener.is_some() && !matches!(request, Request::Raise { .. }))
+            .then(|| self.marks());
         let mut fut: Pin<Box<dyn Future<Output = Reply> + Send>> = Box::pin(async move {
-            let (answer, counters) = match request {
-                Request::Acquire { value } => (
-                    node.acquire(&keys, &value, ttl_ms, prepared.as_deref())
-                        .await,
-                    None,
-                ),
-                Request::FencedAcquire { value } => {
-                    match node
-                        .fenced_acquire(&keys, &value, ttl_ms, counter_ttl_ms)
-                        .await
-                    {
-                        Ok(Some(c)) => (Ok(NodeKind::Ok), Some(c)),
-                        Ok(None) => (Ok(NodeKind::HeldByOther), None),
-                        Err(e) => (Err(e), None),
-                    }
+            let marking = async {
+                if let Some(m) = &marks {
+                    node.mark(m).await;
                 }
-                Request::Raise { value, tokens } => (
-                    node.raise(&keys, &value, &tokens, counter_ttl_ms).await,
-                    None,
-                ),
             };
+            let asking = async {
+                match request {
+                    Request::Acquire { value } => (
+                        node.acquire(&keys, &value, ttl_ms, prepared.as_deref())
+                            .await,
+                        None,
+                    ),
+                    Request::FencedAcquire { value } => {
+                        match node
+                            .fenced_acquire(&keys, &value, ttl_ms, counter_ttl_ms)
+                            .await
+                        {
+                            Ok(Some(c)) => (Ok(NodeKind::Ok), Some(c)),
+                            Ok(None) => (Ok(NodeKind::HeldByOther), None),
+                            Err(e) => (Err(e), None),
+                        }
+                    }
+                    Request::Raise { value, tokens } => (
+                        node.raise(&keys, &value, &tokens, counter_ttl_ms).await,
+                        None,
+                    ),
+                }
+            };
+            let ((), (answer, counters)) = futures_util::future::join(marking, asking).await;
             (round, index, answer, sent, counters)
         });
         let waker = futures_util::task::noop_waker();
@@ -218,6 +232,20 @@ impl Driver<'_> {
             Poll::Ready(reply) => self.ready.push(reply),
             Poll::Pending => self.inflight.push((index, fut)),
         }
+    }
+
+    /// The marks of the keys' waiter flags ([`command::mark`]), built once per call.
+    fn marks(&mut self) -> Arc<[Arc<Prepared>]> {
+        let ttl_ms = quorumlock_proto::acquire::mark_ttl_ms(self.m.options());
+        let keys = &self.keys;
+        self.marks
+            .get_or_insert_with(|| {
+                command::mark(keys, ttl_ms)
+                    .into_iter()
+                    .map(Prepared::new)
+                    .collect()
+            })
+            .clone()
     }
 
     /// Counts a reply in its node's metrics (unless that node already counted a timeout).
@@ -310,6 +338,7 @@ async fn attempts(
         timed_out: Vec::new(),
         cleanup: None,
         prepared: None,
+        marks: None,
         listening: None,
         listener: None,
     };
@@ -345,11 +374,11 @@ async fn attempts(
                 Output::Clean { nodes, value } => d.clean(nodes, value),
                 Output::Listen => {
                     if let Some(notifier) = &inner.notifier {
-                        let (keys, q) = (d.keys.clone(), inner.quorum());
+                        let (keys, q, marks) = (d.keys.clone(), inner.quorum(), d.marks());
                         d.listening = Some(Box::pin(async move {
                             let l = notifier.listen(&keys, q, timeout).await;
-                            let vacant =
-                                l.is_some() && vacant_on_quorum(inner, &keys, timeout).await;
+                            let vacant = l.is_some()
+                                && vacant_on_quorum(inner, &keys, &marks, timeout).await;
                             (l, vacant)
                         }));
                     }
@@ -509,11 +538,21 @@ fn granted(
 }
 
 /// True when a quorum of nodes holds none of `keys`: the holder released between the failed
-/// attempt and the moment the subscription became live, so no message will come.
-async fn vacant_on_quorum(inner: &Inner, keys: &Arc<[Vec<u8>]>, timeout: Duration) -> bool {
+/// attempt and the moment the subscription became live, so no message will come. Each node
+/// gets the waiter's `marks` first: a release after them publishes (REDLOCK.md §9).
+async fn vacant_on_quorum(
+    inner: &Inner,
+    keys: &Arc<[Vec<u8>]>,
+    marks: &Arc<[Arc<Prepared>]>,
+    timeout: Duration,
+) -> bool {
     let round = quorum::round(&inner.nodes, timeout, Decide::All, |node| {
-        let keys = keys.clone();
-        async move { node.vacant(&keys).await }
+        let (keys, marks) = (keys.clone(), marks.clone());
+        async move {
+            let ((), held) =
+                futures_util::future::join(node.mark(&marks), node.vacant(&keys)).await;
+            held
+        }
     })
     .await;
     vacant(&round, inner.nodes.len())

@@ -189,19 +189,73 @@ async fn a_denied_channel_falls_back_to_polling() {
 }
 
 #[tokio::test]
-async fn a_release_of_a_set_publishes_on_each_key() {
+async fn a_release_publishes_only_the_keys_a_waiter_marked() {
+    // A waiter marks a key's waiter flag `<key>:w` before it waits (REDLOCK.md §9); a release
+    // deletes the flag with the key and publishes only when it existed. Here x is marked on
+    // every node and y nowhere: x is published once per node, y never.
     let c = cluster(3);
     let client = client(&c).await;
+    let (x, y) = (client.key("notify:x"), client.key("notify:y"));
+    let channel = |k: &[u8]| [k, b":released"].concat();
     let lock = client.acquire(["notify:x", "notify:y"]).await.unwrap();
     let mut subs: Vec<_> = (0..c.len())
-        .map(|i| Subscriber::new(&c, i, &[client.key("notify:x"), client.key("notify:y")]))
+        .map(|i| Subscriber::new(&c, i, &[x.clone(), y.clone()]))
         .collect();
+    let flag = [x.as_slice(), b":w"].concat();
+    for i in 0..c.len() {
+        c.command(i, &[b"SET", &flag, b"1", b"PX", b"60000"])
+            .unwrap();
+    }
     let report = lock.release().await.unwrap();
     assert_eq!(report.count(NodeKind::Released), 3, "{report}");
-    for s in &mut subs {
-        let mut got = s.messages(2);
-        got.sort();
-        assert_eq!(got, vec![client.key("notify:x"), client.key("notify:y")]);
+    for (i, s) in subs.iter_mut().enumerate() {
+        // A message of our own after the release: anything the release published comes first.
+        c.command(i, &[b"PUBLISH", &channel(&y), b"end"]).unwrap();
+        assert_eq!(s.messages(2), vec![x.clone(), b"end".to_vec()]);
+        assert_eq!(c.command(i, &[b"EXISTS", &flag]).unwrap(), Reply::Int(0));
+    }
+}
+
+#[tokio::test]
+async fn a_waiter_marks_before_its_check_and_its_attempts() {
+    let c = cluster(3);
+    let holder = client(&c).await;
+    let waiter = client(&c).await;
+    let flag = [holder.key("notify:m").as_slice(), b":w"].concat();
+    let lock = holder.acquire(["notify:m"]).await.unwrap();
+    let w = waiter.clone();
+    let task = tokio::spawn(async move { w.acquire_with(["notify:m"], &slow_poll()).await });
+    // The first attempt does not mark (most never wait); the check after subscribing does.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    for i in 0..c.len() {
+        let Reply::Int(ms) = c.command(i, &[b"PTTL", &flag]).unwrap() else {
+            panic!()
+        };
+        // Twice the longest wait between attempts (2 s, no jitter).
+        assert!((3_000..=4_000).contains(&ms), "node {i}: {ms} ms");
+    }
+    lock.release().await.unwrap();
+    let won = task.await.unwrap().unwrap();
+    // The woken waiter marked again before its winning attempt: its release publishes for
+    // whoever else may be waiting, and takes the flag along.
+    let report = won.release().await.unwrap();
+    assert!(report.was_held_by_quorum(), "{report}");
+    for i in 0..c.len() {
+        assert_eq!(c.command(i, &[b"EXISTS", &flag]).unwrap(), Reply::Int(0));
+    }
+    // Nobody waited for the last release or for an uncontended one: nothing was published
+    // beyond the one release that had a waiter.
+    let quiet = holder.acquire(["notify:quiet"]).await.unwrap();
+    quiet.release().await.unwrap();
+    for i in 0..c.len() {
+        let stats = c.command(i, &[b"INFO", b"commandstats"]).unwrap();
+        let text = String::from_utf8_lossy(stats.as_bytes().unwrap()).into_owned();
+        let published = text
+            .lines()
+            .find_map(|l| l.strip_prefix("cmdstat_publish:calls="))
+            .and_then(|v| v.split(',').next()?.parse::<u64>().ok())
+            .unwrap_or(0);
+        assert_eq!(published, 2, "node {i}: {text}");
     }
 }
 

@@ -135,6 +135,20 @@ pub fn next_attempt(
     (attempt <= opts.get_retry_count() && !out_of_budget).then_some(delay)
 }
 
+/// How long a waiter's mark on a waiter flag lasts (REDLOCK.md §9): twice the longest wait
+/// between two of its attempts, each of which marks again, and at least a second. A mark
+/// that outlives its waiter costs one needless `PUBLISH`; one that expires while its waiter
+/// still waits costs that waiter the rest of its retry delay.
+pub fn mark_ttl_ms(opts: &LockOptions) -> u64 {
+    let longest = opts
+        .get_retry_delay()
+        .saturating_add(opts.get_retry_jitter());
+    u64::try_from(longest.as_millis())
+        .unwrap_or(u64::MAX)
+        .saturating_mul(2)
+        .max(1_000)
+}
+
 /// The report kept for an error: rounds become reports, the history at most `cap` long.
 pub fn remember(history: &mut Vec<Report>, report: &Report, cap: usize) {
     if cap == 0 {
@@ -151,6 +165,17 @@ mod tests {
     use super::*;
     use crate::quorum::tests::round_of as round;
     use NodeKind::*;
+
+    #[test]
+    fn a_mark_lasts_two_of_the_longest_waits_and_at_least_a_second() {
+        let opts = |delay, jitter| {
+            LockOptions::default()
+                .retry_delay(Duration::from_millis(delay))
+                .retry_jitter(Duration::from_millis(jitter))
+        };
+        assert_eq!(mark_ttl_ms(&opts(2_000, 500)), 5_000);
+        assert_eq!(mark_ttl_ms(&opts(100, 100)), 1_000);
+    }
 
     #[test]
     fn verdicts() {

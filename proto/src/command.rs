@@ -86,6 +86,13 @@ pub enum Command {
     },
     /// `EXISTS keys...`.
     Exists(Vec<Vec<u8>>),
+    /// `SET flag 1 PX ttl_ms`: a waiter's mark on a lock key's waiter flag ([`mark`]).
+    Mark {
+        /// The waiter flag ([`waiter_flag`]).
+        flag: Vec<u8>,
+        /// How long the mark lasts, in milliseconds.
+        ttl_ms: u64,
+    },
     /// A script: `EVALSHA sha n keys... args...`, or `EVAL source ...` after `NOSCRIPT`.
     Eval {
         /// Which script.
@@ -114,6 +121,13 @@ impl Command {
                 v.extend(keys.iter().cloned());
                 v
             }
+            Command::Mark { flag, ttl_ms } => vec![
+                b"SET".to_vec(),
+                flag.clone(),
+                b"1".to_vec(),
+                b"PX".to_vec(),
+                ttl_ms.to_string().into_bytes(),
+            ],
             Command::Eval { script, keys, args } => {
                 let mut v = vec![
                     b"EVAL".to_vec(),
@@ -301,19 +315,61 @@ pub fn read_extend_batch(
         .collect()
 }
 
-/// RELEASE: compare-and-delete (RELEASE-ONE for one key), publishing on each deleted key's
-/// release channel when `notify` is set.
+/// RELEASE: compare-and-delete (RELEASE-ONE for one key). With `notify`, each deleted key is
+/// announced on its release channel: when every key has a [`waiter_flag`], the flags go
+/// along and a key is announced only if its flag existed (a waiter marked it, REDLOCK.md
+/// §9), so a release nobody waits for publishes nothing; otherwise every deleted key is.
 pub fn release(keys: &[Vec<u8>], value: &str, notify: bool) -> Command {
-    let flag = if notify { b"1".to_vec() } else { b"0".to_vec() };
+    let flags: Option<Vec<Vec<u8>>> = if notify {
+        keys.iter().map(|k| waiter_flag(k)).collect()
+    } else {
+        None
+    };
+    let mode: &[u8] = match (&flags, notify) {
+        (Some(_), _) => b"2",
+        (None, true) => b"1",
+        (None, false) => b"0",
+    };
+    let mut all = Vec::with_capacity(keys.len() * 2);
+    all.extend_from_slice(keys);
+    all.extend(flags.into_iter().flatten());
     Command::Eval {
         script: if keys.len() == 1 {
             Script::ReleaseOne
         } else {
             Script::Release
         },
-        keys: keys.to_vec(),
-        args: vec![value.as_bytes().to_vec(), flag],
+        keys: all,
+        args: vec![value.as_bytes().to_vec(), mode.to_vec()],
     }
+}
+
+/// The waiter flag of a lock key (REDLOCK.md §9): `<key>:w`, for a key with a Redis Cluster
+/// hash tag (the default `<prefix>{<resource>}` keys), so that the flag lives in the key's
+/// hash slot; `None` for a key without one, whose releases publish whether anybody waits
+/// or not.
+pub fn waiter_flag(key: &[u8]) -> Option<Vec<u8>> {
+    let open = key.iter().position(|&b| b == b'{')?;
+    let close = key[open + 1..].iter().position(|&b| b == b'}')?;
+    if close == 0 {
+        return None;
+    }
+    let mut flag = Vec::with_capacity(key.len() + 2);
+    flag.extend_from_slice(key);
+    flag.extend_from_slice(b":w");
+    Some(flag)
+}
+
+/// MARK: a waiter's `SET <flag> 1 PX ttl_ms` on the waiter flag of each of `keys` that has
+/// one (REDLOCK.md §9). Sent on a node's connection *before* the waiter's attempt or its
+/// vacancy check there, it makes every later release on that node publish: either the
+/// release came first (the attempt or the check then finds the key gone) or it deletes the
+/// flag and publishes. The reply carries nothing; a refused mark only costs a notice.
+pub fn mark(keys: &[Vec<u8>], ttl_ms: u64) -> Vec<Command> {
+    keys.iter()
+        .filter_map(|k| waiter_flag(k))
+        .map(|flag| Command::Mark { flag, ttl_ms })
+        .collect()
 }
 
 /// What a RELEASE reply over `keys` keys means: how many keys were deleted, and how many
@@ -444,6 +500,38 @@ mod tests {
             panic!()
         };
         assert_eq!(args, [&b"v"[..], b"7", b"9", b"0"]);
+    }
+
+    #[test]
+    fn waiter_flags_share_their_key_s_hash_slot() {
+        assert_eq!(waiter_flag(b"ql:{a}"), Some(b"ql:{a}:w".to_vec()));
+        assert_eq!(waiter_flag(b"{a}b{c}"), Some(b"{a}b{c}:w".to_vec()));
+        // No hash tag: the flag would hash elsewhere, so there is none.
+        for bare in [&b"a"[..], b"a{}b", b"a{b", b"a}b{"] {
+            assert_eq!(waiter_flag(bare), None, "{bare:?}");
+        }
+        let tagged = vec![b"q:{a}".to_vec(), b"q:{b}".to_vec()];
+        let Command::Eval { keys, args, .. } = release(&tagged, "v", true) else {
+            panic!()
+        };
+        assert_eq!(keys, [&b"q:{a}"[..], b"q:{b}", b"q:{a}:w", b"q:{b}:w"]);
+        assert_eq!(args[1], b"2");
+        // One key without a flag: every deleted key is published, as before flags.
+        let mixed = vec![b"q:{a}".to_vec(), b"b".to_vec()];
+        let Command::Eval { keys, args, .. } = release(&mixed, "v", true) else {
+            panic!()
+        };
+        assert_eq!((keys.len(), &args[1][..]), (2, &b"1"[..]));
+        let Command::Eval { keys, args, .. } = release(&tagged, "v", false) else {
+            panic!()
+        };
+        assert_eq!((keys.len(), &args[1][..]), (2, &b"0"[..]));
+        let marks = mark(&mixed, 1_500);
+        assert_eq!(marks.len(), 1);
+        assert_eq!(
+            marks[0].argv(),
+            [&b"SET"[..], b"q:{a}:w", b"1", b"PX", b"1500"]
+        );
     }
 
     #[test]

@@ -62,6 +62,8 @@ pub async fn acquire(
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     let ttl_ms = m.ttl_ms();
     let timeout = m.node_timeout();
+    let marks: Rc<[command::Command]> =
+        command::mark(&keys, quorumlock_proto::acquire::mark_ttl_ms(m.options())).into();
     let mut abort = Aborted::new(signal);
     if abort.is_aborted() {
         return Err(m.cancel().error);
@@ -82,7 +84,7 @@ pub async fn acquire(
                 }
                 Output::Listen => {
                     if inner.s.notify {
-                        listening = Some(listen(inner, &keys, timeout));
+                        listening = Some(listen(inner, &keys, &marks, timeout));
                     }
                 }
                 Output::Send {
@@ -115,12 +117,21 @@ pub async fn acquire(
                             |r, _| (command::read_raise(r), None),
                         ),
                     };
+                    // While subscribed, an attempt first marks the keys' waiter flags, so that
+                    // the releases it may lose to will publish (REDLOCK.md §9).
+                    let marking = if listener.is_some() && !matches!(request, Request::Raise { .. })
+                    {
+                        send_marks(inner, node, &marks, traffic)
+                    } else {
+                        Vec::new()
+                    };
                     let sent = inner.request(node, &cmd, traffic);
                     inflight.push(Box::pin(async move {
                         let (answer, counters) = match sent.await {
                             Ok(r) => read(&r, n),
                             Err(f) => (Err(f), None),
                         };
+                        futures_util::future::join_all(marking).await;
                         (round, node, answer, counters)
                     }));
                 }
@@ -208,9 +219,10 @@ pub async fn acquire(
 fn listen(
     inner: &Rc<Inner>,
     keys: &Arc<[Vec<u8>]>,
+    marks: &Rc<[command::Command]>,
     timeout: std::time::Duration,
 ) -> Local<(Option<Listener>, bool)> {
-    let (inner, keys) = (inner.clone(), keys.clone());
+    let (inner, keys, marks) = (inner.clone(), keys.clone(), marks.clone());
     Box::pin(async move {
         let channels: Vec<Vec<u8>> = keys
             .iter()
@@ -226,6 +238,10 @@ fn listen(
         else {
             return (None, false);
         };
+        // The marks go out before the check on each node: a release after them publishes.
+        let marking: Vec<_> = (0..n)
+            .flat_map(|i| send_marks(&inner, i, &marks, Traffic::Any))
+            .collect();
         let round = inner
             .round(
                 &inner.all(),
@@ -236,8 +252,23 @@ fn listen(
                 command::read_vacant,
             )
             .await;
+        futures_util::future::join_all(marking).await;
         (Some(l), vacant(&round, n))
     })
+}
+
+/// Writes the waiter's `marks` ([`command::mark`]) to node `node` now; the futures only
+/// collect their replies, which carry nothing (a refused mark only costs a notice).
+fn send_marks(
+    inner: &Rc<Inner>,
+    node: usize,
+    marks: &[command::Command],
+    traffic: Traffic,
+) -> Vec<Local<std::result::Result<command::Reply, (NodeKind, String)>>> {
+    marks
+        .iter()
+        .map(|m| inner.request(node, m, traffic))
+        .collect()
 }
 
 /// Starts releasing `value` on `nodes` now; the future ends when every node answered or

@@ -205,6 +205,12 @@ fn file_only_settings_notify_and_connect_timeout() {
         "notify = false\nconnect_timeout = \"2s\"\nquarantine_margin = \"10s\"\n",
     );
     c.command(0, &[b"CONFIG", b"RESETSTAT"]).unwrap();
+    // A waiter's mark (REDLOCK.md §9): with notification on, the release publishes for it.
+    let mark = || {
+        c.command(0, &[b"SET", b"quorumlock:{nt}:w", b"1", b"PX", b"60000"])
+            .unwrap();
+    };
+    mark();
     let out = output(bin().current_dir(&d).args(["run", "nt", "--", "true"]));
     assert_eq!(code(&out), 0, "{out:?}");
     assert_eq!(
@@ -212,6 +218,7 @@ fn file_only_settings_notify_and_connect_timeout() {
         0,
         "notify = false: the release publishes nothing"
     );
+    mark();
     let out = output(ql(&c).args(["run", "nt", "--", "true"]));
     assert_eq!(code(&out), 0, "{out:?}");
     assert_eq!(publishes(&c, 0), 1, "notify on by default");

@@ -3,6 +3,8 @@
 //! request per slot in parallel and joins the answers (`slots.rs`): it votes for a lock only
 //! when every slot's request did, and removes what it wrote otherwise.
 
+use std::sync::Arc;
+
 use futures_util::future::join_all;
 use quorumlock_proto::command::{self, Extension};
 
@@ -252,6 +254,16 @@ impl Node {
             .run(&command::release(keys, value, notify), Traffic::Any)
             .await?;
         command::read_release(&reply, keys.len())
+    }
+}
+
+impl Node {
+    /// Sends a waiter's marks (REDLOCK.md §9), `marks` being the prepared
+    /// [`command::mark`] of its keys. On a single master every mark is queued on the
+    /// connection at the future's first poll, so a request polled right after it follows it;
+    /// replies and failures are dropped (a mark only brings a notice).
+    pub(crate) async fn mark(&self, marks: &[Arc<Prepared>]) {
+        join_all(marks.iter().map(|m| self.run_prepared(m, Traffic::Lock))).await;
     }
 }
 

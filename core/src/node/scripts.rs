@@ -47,6 +47,15 @@ pub(crate) fn cmd(command: &Command, fallback: bool) -> (Cmd, bool) {
             }
             (c, false)
         }
+        Command::Mark { flag, ttl_ms } => {
+            let mut c = Cmd::with_capacity(5, 3 + flag.len() + 1 + 2 + 20);
+            c.arg("SET")
+                .arg(flag.as_slice())
+                .arg("1")
+                .arg("PX")
+                .arg(*ttl_ms);
+            (c, false)
+        }
         Command::Eval { script, keys, args } => {
             // A script that takes keys goes out whole: its `EVAL` after a `NOSCRIPT` would be
             // a second request, which could run after a later release or cleanup of the same
@@ -129,6 +138,8 @@ mod tests {
             command::release(&keys, "v4", false),
             command::extend(&keys, "v5", 30_000),
             command::vacant(&keys),
+            command::mark(&keys, 2_000).remove(0),
+            command::release(&keys[1..], "v8", true),
             command::fenced_acquire(&keys, "v6", 1, 2),
             command::raise(&keys, "v7", &[3], 4),
         ];
