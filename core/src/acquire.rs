@@ -40,7 +40,7 @@ use crate::quorum::{self, Decide};
 use crate::report::{NodeKind, Report};
 use crate::timer::Timer;
 use crate::value::OsRandomAhead;
-use quorumlock_proto::acquire::vacant;
+use quorumlock_proto::acquire::{Marks, vacant};
 use quorumlock_proto::acquisition::{Acquisition, Output, Request};
 use quorumlock_proto::command;
 use quorumlock_proto::round::Answer;
@@ -149,6 +149,9 @@ struct Driver<'a> {
     prepared: Option<(u64, Arc<Prepared>)>,
     /// The marks of the keys' waiter flags, built when first needed ([`Driver::marks`]).
     marks: Option<Arc<[Arc<Prepared>]>>,
+    /// When the marks go out, and whether the current attempt's requests follow them.
+    marking: Marks,
+    mark_attempt: bool,
     listening: Option<Listening<'a>>,
     listener: Option<Listener>,
 }
@@ -190,10 +193,10 @@ impl Driver<'_> {
             }),
             _ => None,
         };
-        // While subscribed, an attempt first marks the keys' waiter flags on each node, so
-        // that the releases it may lose to will publish (REDLOCK.md §9).
-        let marks = (self.listener.is_some() && !matches!(request, Request::Raise { .. }))
-            .then(|| self.marks());
+        // While subscribed, an attempt first renews the marks of the keys' waiter flags on
+        // each node when they could lapse before the next one (REDLOCK.md §9).
+        let marks =
+            (self.mark_attempt && !matches!(request, Request::Raise { .. })).then(|| self.marks());
         let mut fut: Pin<Box<dyn Future<Output = Reply> + Send>> = Box::pin(async move {
             let marking = async {
                 if let Some(m) = &marks {
@@ -236,7 +239,7 @@ impl Driver<'_> {
 
     /// The marks of the keys' waiter flags ([`command::mark`]), built once per call.
     fn marks(&mut self) -> Arc<[Arc<Prepared>]> {
-        let ttl_ms = quorumlock_proto::acquire::mark_ttl_ms(self.m.options());
+        let ttl_ms = self.marking.ttl_ms();
         let keys = &self.keys;
         self.marks
             .get_or_insert_with(|| {
@@ -322,6 +325,7 @@ async fn attempts(
         .options()
         .get_fence_counter_ttl()
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let marking = Marks::new(m.options(), m.node_timeout());
     let mut d = Driver {
         inner,
         all_keys: if fenced {
@@ -339,6 +343,8 @@ async fn attempts(
         cleanup: None,
         prepared: None,
         marks: None,
+        marking,
+        mark_attempt: false,
         listening: None,
         listener: None,
     };
@@ -365,6 +371,7 @@ async fn attempts(
                     if let Some(l) = &d.listener {
                         l.reset();
                     }
+                    d.mark_attempt = d.listener.is_some() && d.marking.due(now);
                 }
                 Output::Send {
                     round,
@@ -375,6 +382,7 @@ async fn attempts(
                 Output::Listen => {
                     if let Some(notifier) = &inner.notifier {
                         let (keys, q, marks) = (d.keys.clone(), inner.quorum(), d.marks());
+                        d.marking.marked(now);
                         d.listening = Some(Box::pin(async move {
                             let l = notifier.listen(&keys, q, timeout).await;
                             let vacant = l.is_some()

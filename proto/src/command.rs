@@ -317,8 +317,9 @@ pub fn read_extend_batch(
 
 /// RELEASE: compare-and-delete (RELEASE-ONE for one key). With `notify`, each deleted key is
 /// announced on its release channel: when every key has a [`waiter_flag`], the flags go
-/// along and a key is announced only if its flag existed (a waiter marked it, REDLOCK.md
-/// §9), so a release nobody waits for publishes nothing; otherwise every deleted key is.
+/// along and a key is announced only while its flag exists (a waiter marked it, REDLOCK.md
+/// §9; the script reads key and flag with one `MGET`), so a release nobody waits for
+/// publishes nothing; otherwise every deleted key is.
 pub fn release(keys: &[Vec<u8>], value: &str, notify: bool) -> Command {
     let flags: Option<Vec<Vec<u8>>> = if notify {
         keys.iter().map(|k| waiter_flag(k)).collect()
@@ -361,10 +362,11 @@ pub fn waiter_flag(key: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// MARK: a waiter's `SET <flag> 1 PX ttl_ms` on the waiter flag of each of `keys` that has
-/// one (REDLOCK.md §9). Sent on a node's connection *before* the waiter's attempt or its
-/// vacancy check there, it makes every later release on that node publish: either the
-/// release came first (the attempt or the check then finds the key gone) or it deletes the
-/// flag and publishes. The reply carries nothing; a refused mark only costs a notice.
+/// one (REDLOCK.md §9). Sent on a node's connection *before* the waiter's vacancy check or
+/// attempt there, it makes every release on that node until it expires publish: a release
+/// before it leaves the key gone for the check or the attempt that follows it; one after it
+/// sees the flag. [`crate::acquire::Marks`] says when to send it. The reply carries
+/// nothing; a refused mark only costs a notice.
 pub fn mark(keys: &[Vec<u8>], ttl_ms: u64) -> Vec<Command> {
     keys.iter()
         .filter_map(|k| waiter_flag(k))

@@ -14,7 +14,7 @@ use std::task::Poll;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use quorumlock_proto::acquire::vacant;
+use quorumlock_proto::acquire::{Marks, vacant};
 use quorumlock_proto::acquisition::{Acquisition, Grant, Output, Request};
 use quorumlock_proto::command;
 use quorumlock_proto::config::LockOptions;
@@ -62,8 +62,9 @@ pub async fn acquire(
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     let ttl_ms = m.ttl_ms();
     let timeout = m.node_timeout();
-    let marks: Rc<[command::Command]> =
-        command::mark(&keys, quorumlock_proto::acquire::mark_ttl_ms(m.options())).into();
+    let mut marking = Marks::new(m.options(), timeout);
+    let mut mark_attempt = false;
+    let marks: Rc<[command::Command]> = command::mark(&keys, marking.ttl_ms()).into();
     let mut abort = Aborted::new(signal);
     if abort.is_aborted() {
         return Err(m.cancel().error);
@@ -81,10 +82,12 @@ pub async fn acquire(
                     if let Some(l) = &listener {
                         l.reset();
                     }
+                    mark_attempt = listener.is_some() && marking.due(now_us());
                 }
                 Output::Listen => {
                     if inner.s.notify {
                         listening = Some(listen(inner, &keys, &marks, timeout));
+                        marking.marked(now_us());
                     }
                 }
                 Output::Send {
@@ -117,10 +120,9 @@ pub async fn acquire(
                             |r, _| (command::read_raise(r), None),
                         ),
                     };
-                    // While subscribed, an attempt first marks the keys' waiter flags, so that
-                    // the releases it may lose to will publish (REDLOCK.md §9).
-                    let marking = if listener.is_some() && !matches!(request, Request::Raise { .. })
-                    {
+                    // While subscribed, an attempt first renews the marks of the keys' waiter
+                    // flags when they could lapse before the next one (REDLOCK.md §9).
+                    let marked = if mark_attempt && !matches!(request, Request::Raise { .. }) {
                         send_marks(inner, node, &marks, traffic)
                     } else {
                         Vec::new()
@@ -131,7 +133,7 @@ pub async fn acquire(
                             Ok(r) => read(&r, n),
                             Err(f) => (Err(f), None),
                         };
-                        futures_util::future::join_all(marking).await;
+                        futures_util::future::join_all(marked).await;
                         (round, node, answer, counters)
                     }));
                 }

@@ -2,25 +2,26 @@
 -- notify waiters of each deleted key on `<key>:released` (through pcall: a channel the ACL
 -- denies never turns a completed delete into an error).
 -- KEYS: lock keys, followed in mode "2" by their waiter flags. ARGV[1]: value. ARGV[2]:
--- notification mode: "0" none, "1" publish every deleted key, "2" delete each key's waiter
--- flag with it and publish only when the flag existed (a waiter marked it).
+-- notification mode: "0" none, "1" publish every deleted key, "2" publish a deleted key only
+-- while its waiter flag exists (a waiter marked it; the flag is read in the same call as the
+-- key and left to expire).
 -- Returns {deleted, held_by_other}; keys holding another value are never touched.
 local mode = ARGV[2]
 local n = #KEYS
 if mode == '2' then n = n / 2 end
 local deleted, other = 0, 0
 for i = 1, n do
-  local v = redis.call('GET', KEYS[i])
+  local v, waited
+  if mode == '2' then
+    local r = redis.call('MGET', KEYS[i], KEYS[n + i])
+    v, waited = r[1], r[2]
+  else
+    v, waited = redis.call('GET', KEYS[i]), mode == '1'
+  end
   if v == ARGV[1] then
-    if mode == '2' then
-      if redis.call('DEL', KEYS[i], KEYS[n + i]) == 2 then
-        redis.pcall('PUBLISH', KEYS[i] .. ':released', KEYS[i])
-      end
-    else
-      redis.call('DEL', KEYS[i])
-      if mode == '1' then
-        redis.pcall('PUBLISH', KEYS[i] .. ':released', KEYS[i])
-      end
+    redis.call('DEL', KEYS[i])
+    if waited then
+      redis.pcall('PUBLISH', KEYS[i] .. ':released', KEYS[i])
     end
     deleted = deleted + 1
   elseif v then
