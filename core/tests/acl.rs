@@ -28,6 +28,7 @@ const MINIMAL: &[&str] = &[
     "+evalsha",
     "+eval",
     "+get",
+    "+mget",
     "+del",
     "+pexpire",
     "+pttl",
@@ -166,6 +167,64 @@ async fn a_missing_permission_names_the_node_and_the_command() {
         .expect_err("key outside ~quorumlock:*");
     assert_eq!(answered(&e).kind, NodeKind::NoPermission, "{e}");
     println!("key outside the pattern: {e}");
+}
+
+#[tokio::test]
+async fn releases_work_and_wake_waiters_under_a_rule_without_mget() {
+    // The rule documented before waiter flags (REDLOCK.md §9) has no MGET: a release that
+    // reads the flags is refused before it writes, once per node; the node then releases as
+    // before, publishing every deleted key, and waiters still wake at once.
+    let c = cluster(3);
+    let old: Vec<&str> = MINIMAL.iter().copied().filter(|r| *r != "+mget").collect();
+    set_user(&c, "oldrule", &old);
+    let warnings = Arc::new(Mutex::new(Vec::new()));
+    let holder = connect(urls(&c, "oldrule", PASSWORD), warnings.clone()).await;
+    let waiter = connect(urls(&c, "oldrule", PASSWORD), warnings.clone()).await;
+    let lock = holder.acquire(["acl:old"]).await.unwrap();
+    let wait = LockOptions::default()
+        .ttl(Duration::from_secs(10))
+        .node_timeout(NODE_TIMEOUT)
+        .retry_delay(Duration::from_secs(3))
+        .retry_count(3);
+    let task = tokio::spawn(async move {
+        let l = waiter.acquire_with(["acl:old"], &wait).await;
+        (l.map(|l| l.value().to_owned()), waiter)
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let released_at = std::time::Instant::now();
+    let report = lock.release().await.unwrap();
+    assert_eq!(report.count(NodeKind::Released), 3, "{report}");
+    let (won, waiter) = task.await.unwrap();
+    won.expect("the waiter gets the lock");
+    assert!(
+        released_at.elapsed() < Duration::from_millis(1_500),
+        "woken"
+    );
+    assert!(waiter.metrics().wakeups >= 1, "woken by the release notice");
+    let again = holder.acquire(["acl:again"]).await.unwrap();
+    let report = again.release().await.unwrap();
+    assert_eq!(report.count(NodeKind::Released), 3, "{report}");
+    // One refusal per node and client (the holder's, and the waiter's from dropping its
+    // lock), not one per release: ACL LOG folds repeats into one entry with a count.
+    for i in 0..c.len() {
+        let Reply::Array(entries) = c.command(i, &[b"ACL", b"LOG"]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(entries.len(), 1, "node {i}: {entries:?}");
+        let Reply::Array(fields) = &entries[0] else {
+            panic!()
+        };
+        let field = |name: &[u8]| {
+            let at = fields
+                .iter()
+                .position(|f| f.as_bytes() == Some(name))
+                .unwrap();
+            fields[at + 1].clone()
+        };
+        assert_eq!(field(b"object").as_bytes(), Some(&b"mget"[..]), "node {i}");
+        let count = field(b"count").as_int().unwrap();
+        assert!((1..=2).contains(&count), "node {i}: {count} refusals");
+    }
 }
 
 /// The first node that answered before the call ended (a failed call returns once a quorum

@@ -321,7 +321,14 @@ pub fn read_extend_batch(
 /// §9; the script reads key and flag with one `MGET`), so a release nobody waits for
 /// publishes nothing; otherwise every deleted key is.
 pub fn release(keys: &[Vec<u8>], value: &str, notify: bool) -> Command {
-    let flags: Option<Vec<Vec<u8>>> = if notify {
+    release_with(keys, value, notify, true)
+}
+
+/// [`release`], reading waiter flags only when `flags` is set: without, every deleted key is
+/// published (with `notify`), as before waiter flags. For a node whose ACL refuses the flag
+/// keys or `MGET` (a `NOPERM` of a release that [`reads_flags`]), which still must release.
+pub fn release_with(keys: &[Vec<u8>], value: &str, notify: bool, flags: bool) -> Command {
+    let flags: Option<Vec<Vec<u8>>> = if notify && flags {
         keys.iter().map(|k| waiter_flag(k)).collect()
     } else {
         None
@@ -343,6 +350,11 @@ pub fn release(keys: &[Vec<u8>], value: &str, notify: bool) -> Command {
         keys: all,
         args: vec![value.as_bytes().to_vec(), mode.to_vec()],
     }
+}
+
+/// Whether [`release`] of `keys` reads their waiter flags (`MGET`, and the flag keys).
+pub fn reads_flags(keys: &[Vec<u8>], notify: bool) -> bool {
+    notify && keys.iter().all(|k| waiter_flag(k).is_some())
 }
 
 /// The waiter flag of a lock key (REDLOCK.md §9): `<key>:w`, for a key with a Redis Cluster
@@ -456,6 +468,8 @@ pub fn error_kind(code: &str, text: &str) -> NodeKind {
         "MOVED" | "ASK" | "CROSSSLOT" | "CLUSTERDOWN" | "TRYAGAIN" | "MASTERDOWN" => {
             NodeKind::ClusterUnsupported
         }
+        // A command that the ACL denies to a script (Redis 7 reports it as `ERR`).
+        _ if text.contains("can't run this command") => NodeKind::NoPermission,
         _ if text.contains("Error running script")
             || text.contains("user_script")
             || text.contains("@user_function") =>
@@ -528,6 +542,12 @@ mod tests {
             panic!()
         };
         assert_eq!((keys.len(), &args[1][..]), (2, &b"0"[..]));
+        let Command::Eval { keys, args, .. } = release_with(&tagged, "v", true, false) else {
+            panic!()
+        };
+        assert_eq!((keys.len(), &args[1][..]), (2, &b"1"[..]));
+        assert!(reads_flags(&tagged, true));
+        assert!(!reads_flags(&tagged, false) && !reads_flags(&mixed, true));
         let marks = mark(&mixed, 1_500);
         assert_eq!(marks.len(), 1);
         assert_eq!(
@@ -580,6 +600,14 @@ mod tests {
             NodeKind::Script
         );
         assert_eq!(error_kind("ERR", "unknown command"), NodeKind::Other);
+        assert_eq!(
+            error_kind(
+                "ERR",
+                "The user executing the script can't run this command or subcommand script: \
+                 0971c0, on @user_script:10."
+            ),
+            NodeKind::NoPermission
+        );
     }
 
     #[test]

@@ -75,6 +75,9 @@ pub struct Inner {
     on_warning: Option<Function>,
     warned: RefCell<HashSet<(WarningKind, usize)>>,
     pub closed: Cell<bool>,
+    /// Set once a node refused a release that reads waiter flags (`NOPERM`: an ACL without
+    /// `MGET` or the flag keys); releases then publish every deleted key.
+    flagless: Cell<bool>,
 }
 
 fn sha1_hex(text: &str) -> String {
@@ -117,6 +120,7 @@ impl Inner {
             on_warning,
             warned: RefCell::new(HashSet::new()),
             closed: Cell::new(false),
+            flagless: Cell::new(false),
             members,
         }
     }
@@ -479,7 +483,9 @@ impl Inner {
         tally.into_round()
     }
 
-    /// Releases `value` on `nodes` (compare-and-delete), each bounded by `timeout`.
+    /// Releases `value` on `nodes` (compare-and-delete), each bounded by `timeout`. Nodes
+    /// that refuse the release reading waiter flags (`NOPERM`) are released again without
+    /// them, and so is every later release (REDLOCK.md §9).
     pub async fn release_on(
         self: &Rc<Self>,
         nodes: &[usize],
@@ -487,8 +493,47 @@ impl Inner {
         value: &str,
         timeout: Duration,
     ) -> Report {
+        use quorumlock_proto::command::reads_flags;
+        let flags = !self.flagless.get() && reads_flags(keys, self.s.notify);
+        let report = self.release_round(nodes, keys, value, timeout, flags).await;
+        let refused: Vec<usize> = report
+            .nodes()
+            .iter()
+            .filter(|r| r.kind == NodeKind::NoPermission)
+            .map(|r| r.index)
+            .collect();
+        if !flags || refused.is_empty() {
+            return report;
+        }
+        self.flagless.set(true);
+        let again = self
+            .release_round(&refused, keys, value, timeout, false)
+            .await;
+        let merged = report
+            .nodes()
+            .iter()
+            .map(|r| {
+                again
+                    .nodes()
+                    .iter()
+                    .find(|a| a.index == r.index && refused.contains(&a.index))
+                    .unwrap_or(r)
+                    .clone()
+            })
+            .collect();
+        Report::new(merged)
+    }
+
+    async fn release_round(
+        self: &Rc<Self>,
+        nodes: &[usize],
+        keys: &[Vec<u8>],
+        value: &str,
+        timeout: Duration,
+        flags: bool,
+    ) -> Report {
         let n = keys.len();
-        let cmd = quorumlock_proto::command::release(keys, value, self.s.notify);
+        let cmd = quorumlock_proto::command::release_with(keys, value, self.s.notify, flags);
         self.round(nodes, Decide::All, timeout, Traffic::Any, &cmd, |r| {
             quorumlock_proto::command::read_release(r, n)
                 .map(|(deleted, other)| quorumlock_proto::command::release_kind(deleted, other, n))

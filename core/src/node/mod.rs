@@ -144,6 +144,9 @@ pub(crate) struct Node {
     /// A cluster member's acquisitions in flight, which its releases, extends and raises of
     /// the same value wait for.
     writes: writes::Writes,
+    /// Set once this node refused a release that reads waiter flags (`NOPERM`: an ACL without
+    /// `MGET` or the flag keys); its releases then publish every deleted key.
+    flagless: std::sync::atomic::AtomicBool,
 }
 
 impl Node {
@@ -169,6 +172,7 @@ impl Node {
             }),
             stats: crate::metrics::NodeStats::default(),
             writes: writes::Writes::default(),
+            flagless: std::sync::atomic::AtomicBool::new(false),
         })
     }
 

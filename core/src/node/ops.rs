@@ -4,6 +4,7 @@
 //! when every slot's request did, and removes what it wrote otherwise.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use futures_util::future::join_all;
 use quorumlock_proto::command::{self, Extension};
@@ -217,13 +218,14 @@ impl Node {
         notify: bool,
         prepared: Option<&Prepared>,
     ) -> Result<NodeKind, NodeFailure> {
+        let flagless = self.flagless.load(Ordering::Relaxed);
         let (deleted, other) = match self.split(keys, 1)? {
             None => match prepared {
-                Some(p) => {
-                    let reply = self.run_prepared(p, Traffic::Any).await?;
-                    command::read_release(&reply, keys.len())?
-                }
-                None => self.release_slot(keys, value, notify).await?,
+                Some(p) if !flagless => match self.run_prepared(p, Traffic::Any).await {
+                    Ok(reply) => command::read_release(&reply, keys.len())?,
+                    Err(e) => self.release_refused(keys, value, notify, e).await?,
+                },
+                _ => self.release_slot(keys, value, notify).await?,
             },
             Some(groups) => {
                 let parts = join_all(groups.iter().map(|g| {
@@ -250,8 +252,45 @@ impl Node {
         value: &str,
         notify: bool,
     ) -> Result<(usize, usize), NodeFailure> {
+        let flags = !self.flagless.load(Ordering::Relaxed);
+        match self
+            .run(
+                &command::release_with(keys, value, notify, flags),
+                Traffic::Any,
+            )
+            .await
+        {
+            Ok(reply) => command::read_release(&reply, keys.len()),
+            Err(e) if flags => self.release_refused(keys, value, notify, e).await,
+            Err(e) => Err(e),
+        }
+    }
+
+    /// After a release that read waiter flags failed with `e`: a `NOPERM` (an ACL without
+    /// `MGET` or without the flag keys, refused before the script wrote anything) makes this
+    /// node release without flags from now on, this time included (REDLOCK.md §9).
+    async fn release_refused(
+        &self,
+        keys: &[Vec<u8>],
+        value: &str,
+        notify: bool,
+        e: NodeFailure,
+    ) -> Result<(usize, usize), NodeFailure> {
+        if e.0 != NodeKind::NoPermission || !command::reads_flags(keys, notify) {
+            return Err(e);
+        }
+        if !self.flagless.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                node = %self.address,
+                error = %e.1,
+                "a release that reads waiter flags was refused; this node's releases publish every time (allow MGET and the <key>:w keys)"
+            );
+        }
         let reply = self
-            .run(&command::release(keys, value, notify), Traffic::Any)
+            .run(
+                &command::release_with(keys, value, notify, false),
+                Traffic::Any,
+            )
             .await?;
         command::read_release(&reply, keys.len())
     }
