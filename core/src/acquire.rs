@@ -197,38 +197,21 @@ impl Driver<'_> {
         // each node when they could lapse before the next one (REDLOCK.md §9).
         let marks =
             (self.mark_attempt && !matches!(request, Request::Raise { .. })).then(|| self.marks());
-        let mut fut: Pin<Box<dyn Future<Output = Reply> + Send>> = Box::pin(async move {
-            let marking = async {
-                if let Some(m) = &marks {
-                    node.mark(m).await;
-                }
-            };
-            let asking = async {
-                match request {
-                    Request::Acquire { value } => (
-                        node.acquire(&keys, &value, ttl_ms, prepared.as_deref())
-                            .await,
-                        None,
-                    ),
-                    Request::FencedAcquire { value } => {
-                        match node
-                            .fenced_acquire(&keys, &value, ttl_ms, counter_ttl_ms)
-                            .await
-                        {
-                            Ok(Some(c)) => (Ok(NodeKind::Ok), Some(c)),
-                            Ok(None) => (Ok(NodeKind::HeldByOther), None),
-                            Err(e) => (Err(e), None),
-                        }
-                    }
-                    Request::Raise { value, tokens } => (
-                        node.raise(&keys, &value, &tokens, counter_ttl_ms).await,
-                        None,
-                    ),
-                }
-            };
-            let ((), (answer, counters)) = futures_util::future::join(marking, asking).await;
-            (round, index, answer, sent, counters)
-        });
+        // The common case (no marks) stays one small future: a join would be moved and
+        // polled for nothing on every request.
+        let mut fut: Pin<Box<dyn Future<Output = Reply> + Send>> = match marks {
+            None => Box::pin(async move {
+                let (answer, counters) =
+                    ask(&node, request, &keys, ttl_ms, counter_ttl_ms, prepared).await;
+                (round, index, answer, sent, counters)
+            }),
+            Some(marks) => Box::pin(async move {
+                let asking = ask(&node, request, &keys, ttl_ms, counter_ttl_ms, prepared);
+                let ((), (answer, counters)) =
+                    futures_util::future::join(node.mark(&marks), asking).await;
+                (round, index, answer, sent, counters)
+            }),
+        };
         let waker = futures_util::task::noop_waker();
         let mut cx = std::task::Context::from_waker(&waker);
         match fut.as_mut().poll(&mut cx) {
@@ -507,6 +490,38 @@ async fn attempts(
                 return Err(c.error);
             }
         }
+    }
+}
+
+/// One node's answer to one of the machine's requests, and a fenced acquisition's counters.
+async fn ask(
+    node: &Node,
+    request: Request,
+    keys: &[Vec<u8>],
+    ttl_ms: u64,
+    counter_ttl_ms: u64,
+    prepared: Option<Arc<Prepared>>,
+) -> (Answer, Option<Vec<u64>>) {
+    match request {
+        Request::Acquire { value } => (
+            node.acquire(keys, &value, ttl_ms, prepared.as_deref())
+                .await,
+            None,
+        ),
+        Request::FencedAcquire { value } => {
+            match node
+                .fenced_acquire(keys, &value, ttl_ms, counter_ttl_ms)
+                .await
+            {
+                Ok(Some(c)) => (Ok(NodeKind::Ok), Some(c)),
+                Ok(None) => (Ok(NodeKind::HeldByOther), None),
+                Err(e) => (Err(e), None),
+            }
+        }
+        Request::Raise { value, tokens } => (
+            node.raise(keys, &value, &tokens, counter_ttl_ms).await,
+            None,
+        ),
     }
 }
 

@@ -328,19 +328,17 @@ pub fn release(keys: &[Vec<u8>], value: &str, notify: bool) -> Command {
 /// published (with `notify`), as before waiter flags. For a node whose ACL refuses the flag
 /// keys or `MGET` (a `NOPERM` of a release that [`reads_flags`]), which still must release.
 pub fn release_with(keys: &[Vec<u8>], value: &str, notify: bool, flags: bool) -> Command {
-    let flags: Option<Vec<Vec<u8>>> = if notify && flags {
-        keys.iter().map(|k| waiter_flag(k)).collect()
-    } else {
-        None
-    };
-    let mode: &[u8] = match (&flags, notify) {
-        (Some(_), _) => b"2",
-        (None, true) => b"1",
-        (None, false) => b"0",
-    };
     let mut all = Vec::with_capacity(keys.len() * 2);
     all.extend_from_slice(keys);
-    all.extend(flags.into_iter().flatten());
+    let mut mode: &[u8] = if notify { b"1" } else { b"0" };
+    if notify && flags {
+        all.extend(keys.iter().map_while(|k| waiter_flag(k)));
+        if all.len() == keys.len() * 2 {
+            mode = b"2";
+        } else {
+            all.truncate(keys.len());
+        }
+    }
     Command::Eval {
         script: if keys.len() == 1 {
             Script::ReleaseOne
