@@ -481,7 +481,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_466(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_468(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -507,7 +507,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_466(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_468(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -587,7 +587,7 @@ function __wbg_get_imports() {
         }, arguments); },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 114, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_459);
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_461);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
@@ -625,15 +625,15 @@ function __wbg_get_imports() {
     };
 }
 
-function __wasm_bindgen_func_elem_459(arg0, arg1, arg2) {
-    const ret = wasm.__wasm_bindgen_func_elem_459(arg0, arg1, arg2);
+function __wasm_bindgen_func_elem_461(arg0, arg1, arg2) {
+    const ret = wasm.__wasm_bindgen_func_elem_461(arg0, arg1, arg2);
     if (ret[1]) {
         throw takeFromExternrefTable0(ret[0]);
     }
 }
 
-function __wasm_bindgen_func_elem_466(arg0, arg1, arg2, arg3) {
-    wasm.__wasm_bindgen_func_elem_466(arg0, arg1, arg2, arg3);
+function __wasm_bindgen_func_elem_468(arg0, arg1, arg2, arg3) {
+    wasm.__wasm_bindgen_func_elem_468(arg0, arg1, arg2, arg3);
 }
 
 function __wasm_bindgen_func_elem_182(arg0, arg1, arg2) {
