@@ -138,8 +138,8 @@ pub fn next_attempt(
 /// When a waiter marks its keys' waiter flags (REDLOCK.md §9, [`crate::command::mark`]): at
 /// its `EXISTS` check, then before an attempt only when the last mark could expire before the
 /// attempt after it. A mark lasts twice the longest time between the starts of two attempts
-/// (a round and its cleanup, each bounded by the node timeout, then the retry delay and its
-/// jitter), at least a second; a release reads the flag without deleting it, so a waiter that
+/// (a round, a fenced acquisition's raise and a cleanup, each bounded by the node timeout,
+/// then the retry delay and its jitter), at least a second; a release reads the flag without deleting it, so a waiter that
 /// keeps losing marks about once per that time, not once per attempt.
 #[derive(Clone, Debug)]
 pub struct Marks {
@@ -155,7 +155,7 @@ impl Marks {
         let gap = opts
             .get_retry_delay()
             .saturating_add(opts.get_retry_jitter())
-            .saturating_add(node_timeout.saturating_mul(2));
+            .saturating_add(node_timeout.saturating_mul(3));
         let gap_us = u64::try_from(gap.as_micros()).unwrap_or(u64::MAX);
         let ttl_ms = (gap_us / 1_000)
             .saturating_add(1)
@@ -215,16 +215,16 @@ mod tests {
             .retry_delay(Duration::from_millis(2_000))
             .retry_jitter(Duration::from_millis(500));
         let mut m = Marks::new(&opts, Duration::from_millis(50));
-        // gap = 2 000 + 500 + 2 x 50 ms
-        assert_eq!(m.ttl_ms(), 5_202);
+        // gap = 2 000 + 500 + 3 x 50 ms
+        assert_eq!(m.ttl_ms(), 5_302);
         assert!(m.due(0), "the first attempt while subscribed marks");
         assert!(!m.due(1_000), "a fresh mark outlives the next gap");
-        assert!(!m.due(2_601_000));
+        assert!(!m.due(2_651_000));
         assert!(
-            m.due(2_602_000),
+            m.due(2_652_000),
             "the mark could lapse before the attempt after this one"
         );
-        assert!(!m.due(2_603_000));
+        assert!(!m.due(2_653_000));
         m.marked(10_000_000);
         assert!(!m.due(10_000_001));
         let short = LockOptions::default()
