@@ -63,9 +63,10 @@ async fn release_on(
     value: &Arc<str>,
     timeout: Duration,
 ) -> Report {
-    let prepared = Prepared::new(command::release(keys, value, inner.notify));
+    let notify = command::Notify::of(inner.notify, inner.key_format);
+    let prepared = Prepared::new(command::release(keys, value, notify));
     quorum::round(nodes, timeout, Decide::All, |node| {
-        let (keys, value, notify) = (keys.clone(), value.clone(), inner.notify);
+        let (keys, value) = (keys.clone(), value.clone());
         let prepared = prepared.clone();
         async move { node.release(&keys, &value, notify, Some(&prepared)).await }
     })
@@ -149,8 +150,9 @@ struct Driver<'a> {
     prepared: Option<(u64, Arc<Prepared>)>,
     /// The marks of the keys' waiter flags, built when first needed ([`Driver::marks`]).
     marks: Option<Arc<[Arc<Prepared>]>>,
-    /// When the marks go out, and whether the current attempt's requests follow them.
+    /// When the marks go out.
     marking: Marks,
+    /// Whether the current attempt's requests follow marks.
     mark_attempt: bool,
     listening: Option<Listening<'a>>,
     listener: Option<Listener>,
@@ -220,12 +222,18 @@ impl Driver<'_> {
         }
     }
 
-    /// The marks of the keys' waiter flags ([`command::mark`]), built once per call.
+    /// The marks of the keys' waiter flags ([`command::mark`]), built once per call; none
+    /// unless the client's releases read flags ([`command::Notify::Waiters`]).
     fn marks(&mut self) -> Arc<[Arc<Prepared>]> {
         let ttl_ms = self.marking.ttl_ms();
+        let waiters = command::Notify::of(self.inner.notify, self.inner.key_format)
+            == command::Notify::Waiters;
         let keys = &self.keys;
         self.marks
             .get_or_insert_with(|| {
+                if !waiters {
+                    return Arc::from([]);
+                }
                 command::mark(keys, ttl_ms)
                     .into_iter()
                     .map(Prepared::new)
@@ -354,7 +362,8 @@ async fn attempts(
                     if let Some(l) = &d.listener {
                         l.reset();
                     }
-                    d.mark_attempt = d.listener.is_some() && d.marking.due(now);
+                    d.mark_attempt =
+                        d.listener.is_some() && !d.marks().is_empty() && d.marking.due(now);
                 }
                 Output::Send {
                     round,

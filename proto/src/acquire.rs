@@ -135,12 +135,16 @@ pub fn next_attempt(
     (attempt <= opts.get_retry_count() && !out_of_budget).then_some(delay)
 }
 
+/// The longest life of a waiter's mark (a day): longer retry delays renew it on each attempt.
+pub const MAX_MARK_TTL_MS: u64 = 86_400_000;
+
 /// When a waiter marks its keys' waiter flags (REDLOCK.md §9, [`crate::command::mark`]): at
 /// its `EXISTS` check, then before an attempt only when the last mark could expire before the
 /// attempt after it. A mark lasts twice the longest time between the starts of two attempts
 /// (a round, a fenced acquisition's raise and a cleanup, each bounded by the node timeout,
-/// then the retry delay and its jitter), at least a second; a release reads the flag without deleting it, so a waiter that
-/// keeps losing marks about once per that time, not once per attempt.
+/// then the retry delay and its jitter), at least a second and at most a day. Releases read
+/// the flag without deleting it, so a waiter that keeps losing renews its mark about once per
+/// half its life, not on every attempt.
 #[derive(Clone, Debug)]
 pub struct Marks {
     ttl_ms: u64,
@@ -160,7 +164,7 @@ impl Marks {
         let ttl_ms = (gap_us / 1_000)
             .saturating_add(1)
             .saturating_mul(2)
-            .max(1_000);
+            .clamp(1_000, MAX_MARK_TTL_MS);
         Marks {
             ttl_ms,
             gap_us,

@@ -315,23 +315,49 @@ pub fn read_extend_batch(
         .collect()
 }
 
-/// RELEASE: compare-and-delete (RELEASE-ONE for one key). With `notify`, each deleted key is
-/// announced on its release channel: when every key has a [`waiter_flag`], the flags go
-/// along and a key is announced only while its flag exists (a waiter marked it, REDLOCK.md
-/// §9; the script reads key and flag with one `MGET`), so a release nobody waits for
-/// publishes nothing; otherwise every deleted key is.
-pub fn release(keys: &[Vec<u8>], value: &str, notify: bool) -> Command {
-    release_with(keys, value, notify, true)
+/// How a release tells waiters (REDLOCK.md §9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Notify {
+    /// Publishes nothing (`notify(false)`).
+    Off,
+    /// Publishes every deleted key.
+    Always,
+    /// Publishes a deleted key only while its [`waiter_flag`] exists: `KeyFormat::Braced`
+    /// keys, whose flags can never be another lock's key (a braced key ends in `}`, a flag
+    /// in `:w`); a set with a key without a flag publishes every deleted key.
+    Waiters,
 }
 
-/// [`release`], reading waiter flags only when `flags` is set: without, every deleted key is
-/// published (with `notify`), as before waiter flags. For a node whose ACL refuses the flag
-/// keys or `MGET` (a `NOPERM` of a release that [`reads_flags`]), which still must release.
-pub fn release_with(keys: &[Vec<u8>], value: &str, notify: bool, flags: bool) -> Command {
+impl Notify {
+    /// The mode of a client with notification `on` and keys in `format`.
+    pub fn of(on: bool, format: crate::config::KeyFormat) -> Self {
+        match (on, format) {
+            (false, _) => Notify::Off,
+            (true, crate::config::KeyFormat::Braced) => Notify::Waiters,
+            (true, _) => Notify::Always,
+        }
+    }
+
+    /// The mode for a node that refused the flag-reading release: `Always` for `Waiters`.
+    pub fn without_flags(self) -> Self {
+        match self {
+            Notify::Waiters => Notify::Always,
+            other => other,
+        }
+    }
+}
+
+/// RELEASE: compare-and-delete (RELEASE-ONE for one key), telling waiters as `notify` says.
+/// With [`Notify::Waiters`] and a flag for every key, the flags go along and the script reads
+/// key and flag with one `MGET` (mode "2"), so a release nobody waits for publishes nothing.
+pub fn release(keys: &[Vec<u8>], value: &str, notify: Notify) -> Command {
     let mut all = Vec::with_capacity(keys.len() * 2);
     all.extend_from_slice(keys);
-    let mut mode: &[u8] = if notify { b"1" } else { b"0" };
-    if notify && flags {
+    let mut mode: &[u8] = match notify {
+        Notify::Off => b"0",
+        Notify::Always | Notify::Waiters => b"1",
+    };
+    if notify == Notify::Waiters {
         all.extend(keys.iter().map_while(|k| waiter_flag(k)));
         if all.len() == keys.len() * 2 {
             mode = b"2";
@@ -350,15 +376,33 @@ pub fn release_with(keys: &[Vec<u8>], value: &str, notify: bool, flags: bool) ->
     }
 }
 
-/// Whether [`release`] of `keys` reads their waiter flags (`MGET`, and the flag keys).
-pub fn reads_flags(keys: &[Vec<u8>], notify: bool) -> bool {
-    notify && keys.iter().all(|k| waiter_flag(k).is_some())
+/// Whether [`release`] of `keys` with `notify` reads their waiter flags (`MGET`, flag keys).
+pub fn reads_flags(keys: &[Vec<u8>], notify: Notify) -> bool {
+    notify == Notify::Waiters && keys.iter().all(|k| waiter_flag(k).is_some())
+}
+
+/// Whether a failure is the ACL's refusal of a command or key: `NOPERM`, or the error a
+/// script gets for a command or key it is denied (an `ERR` in Redis 7.0 and 7.2+). Only for
+/// deciding that a release reading waiter flags was refused (its reads come before any
+/// write); the node kind of such an error stays `Script`, since other scripts may have
+/// written before it.
+pub fn acl_refusal(kind: NodeKind, text: &str) -> bool {
+    kind == NodeKind::NoPermission
+        || (kind == NodeKind::Script
+            && [
+                "can't run this command",
+                "ACL failure in script",
+                "can't access",
+                "no permissions",
+            ]
+            .iter()
+            .any(|t| text.contains(t)))
 }
 
 /// The waiter flag of a lock key (REDLOCK.md §9): `<key>:w`, for a key with a Redis Cluster
-/// hash tag (the default `<prefix>{<resource>}` keys), so that the flag lives in the key's
-/// hash slot; `None` for a key without one, whose releases publish whether anybody waits
-/// or not.
+/// hash tag, so that the flag lives in the key's hash slot; `None` for a key without one,
+/// whose releases publish whether anybody waits or not. Only [`Notify::Waiters`] (braced
+/// keys) uses flags.
 pub fn waiter_flag(key: &[u8]) -> Option<Vec<u8>> {
     let open = key.iter().position(|&b| b == b'{')?;
     let close = key[open + 1..].iter().position(|&b| b == b'}')?;
@@ -466,8 +510,6 @@ pub fn error_kind(code: &str, text: &str) -> NodeKind {
         "MOVED" | "ASK" | "CROSSSLOT" | "CLUSTERDOWN" | "TRYAGAIN" | "MASTERDOWN" => {
             NodeKind::ClusterUnsupported
         }
-        // A command that the ACL denies to a script (Redis 7 reports it as `ERR`).
-        _ if text.contains("can't run this command") => NodeKind::NoPermission,
         _ if text.contains("Error running script")
             || text.contains("user_script")
             || text.contains("@user_function") =>
@@ -498,12 +540,12 @@ mod tests {
             panic!()
         };
         assert_eq!((script, args.len()), (Script::AcquireMulti, 2));
-        let argv = release(&keys(2), "v", true).argv();
+        let argv = release(&keys(2), "v", Notify::Always).argv();
         assert_eq!(argv[0], b"EVAL");
         assert_eq!(argv[2], b"2");
         assert_eq!(argv.last().unwrap(), b"1");
         assert!(matches!(
-            release(&keys(1), "v", false),
+            release(&keys(1), "v", Notify::Off),
             Command::Eval {
                 script: Script::ReleaseOne,
                 ..
@@ -525,27 +567,39 @@ mod tests {
             assert_eq!(waiter_flag(bare), None, "{bare:?}");
         }
         let tagged = vec![b"q:{a}".to_vec(), b"q:{b}".to_vec()];
-        let Command::Eval { keys, args, .. } = release(&tagged, "v", true) else {
+        let Command::Eval { keys, args, .. } = release(&tagged, "v", Notify::Waiters) else {
             panic!()
         };
         assert_eq!(keys, [&b"q:{a}"[..], b"q:{b}", b"q:{a}:w", b"q:{b}:w"]);
         assert_eq!(args[1], b"2");
         // One key without a flag: every deleted key is published, as before flags.
         let mixed = vec![b"q:{a}".to_vec(), b"b".to_vec()];
-        let Command::Eval { keys, args, .. } = release(&mixed, "v", true) else {
+        let Command::Eval { keys, args, .. } = release(&mixed, "v", Notify::Waiters) else {
             panic!()
         };
         assert_eq!((keys.len(), &args[1][..]), (2, &b"1"[..]));
-        let Command::Eval { keys, args, .. } = release(&tagged, "v", false) else {
+        let Command::Eval { keys, args, .. } = release(&tagged, "v", Notify::Off) else {
             panic!()
         };
         assert_eq!((keys.len(), &args[1][..]), (2, &b"0"[..]));
-        let Command::Eval { keys, args, .. } = release_with(&tagged, "v", true, false) else {
+        let Command::Eval { keys, args, .. } = release(&tagged, "v", Notify::Always) else {
             panic!()
         };
         assert_eq!((keys.len(), &args[1][..]), (2, &b"1"[..]));
-        assert!(reads_flags(&tagged, true));
-        assert!(!reads_flags(&tagged, false) && !reads_flags(&mixed, true));
+        assert!(reads_flags(&tagged, Notify::Waiters));
+        assert!(!reads_flags(&tagged, Notify::Always) && !reads_flags(&mixed, Notify::Waiters));
+        assert_eq!(
+            Notify::of(true, crate::config::KeyFormat::Bare),
+            Notify::Always
+        );
+        assert_eq!(
+            Notify::of(true, crate::config::KeyFormat::Braced),
+            Notify::Waiters
+        );
+        assert_eq!(
+            Notify::of(false, crate::config::KeyFormat::Braced),
+            Notify::Off
+        );
         let marks = mark(&mixed, 1_500);
         assert_eq!(marks.len(), 1);
         assert_eq!(
@@ -598,14 +652,16 @@ mod tests {
             NodeKind::Script
         );
         assert_eq!(error_kind("ERR", "unknown command"), NodeKind::Other);
-        assert_eq!(
-            error_kind(
-                "ERR",
-                "The user executing the script can't run this command or subcommand script: \
-                 0971c0, on @user_script:10."
-            ),
-            NodeKind::NoPermission
-        );
+        let denied_70 = "The user executing the script can't run this command or subcommand \
+                         script: 0971c0, on @user_script:10.";
+        let denied_72 = "ACL failure in script: User locker has no permissions to run the 'mget' \
+                         command script: 0971c0, on @user_script:10.";
+        for text in [denied_70, denied_72] {
+            assert_eq!(error_kind("ERR", text), NodeKind::Script, "{text}");
+            assert!(acl_refusal(NodeKind::Script, text), "{text}");
+        }
+        assert!(acl_refusal(NodeKind::NoPermission, "NOPERM"));
+        assert!(!acl_refusal(NodeKind::Script, "Error running script: oops"));
     }
 
     #[test]

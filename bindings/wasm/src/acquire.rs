@@ -64,7 +64,12 @@ pub async fn acquire(
     let timeout = m.node_timeout();
     let mut marking = Marks::new(m.options(), timeout);
     let mut mark_attempt = false;
-    let marks: Rc<[command::Command]> = command::mark(&keys, marking.ttl_ms()).into();
+    // Marks only where releases read waiter flags (braced keys, notification on).
+    let marks: Rc<[command::Command]> =
+        match command::Notify::of(inner.s.notify, inner.s.key_format) {
+            command::Notify::Waiters => command::mark(&keys, marking.ttl_ms()).into(),
+            _ => Rc::from([]),
+        };
     let mut abort = Aborted::new(signal);
     if abort.is_aborted() {
         return Err(m.cancel().error);
@@ -82,7 +87,7 @@ pub async fn acquire(
                     if let Some(l) = &listener {
                         l.reset();
                     }
-                    mark_attempt = listener.is_some() && marking.due(now_us());
+                    mark_attempt = listener.is_some() && !marks.is_empty() && marking.due(now_us());
                 }
                 Output::Listen => {
                     if inner.s.notify {
@@ -128,12 +133,12 @@ pub async fn acquire(
                         Vec::new()
                     };
                     let sent = inner.request(node, &cmd, traffic);
+                    collect_marks(marked);
                     inflight.push(Box::pin(async move {
                         let (answer, counters) = match sent.await {
                             Ok(r) => read(&r, n),
                             Err(f) => (Err(f), None),
                         };
-                        futures_util::future::join_all(marked).await;
                         (round, node, answer, counters)
                     }));
                 }
@@ -241,9 +246,11 @@ fn listen(
             return (None, false);
         };
         // The marks go out before the check on each node: a release after them publishes.
-        let marking: Vec<_> = (0..n)
-            .flat_map(|i| send_marks(&inner, i, &marks, Traffic::Any))
-            .collect();
+        collect_marks(
+            (0..n)
+                .flat_map(|i| send_marks(&inner, i, &marks, Traffic::Any))
+                .collect(),
+        );
         let round = inner
             .round(
                 &inner.all(),
@@ -254,7 +261,6 @@ fn listen(
                 command::read_vacant,
             )
             .await;
-        futures_util::future::join_all(marking).await;
         (Some(l), vacant(&round, n))
     })
 }
@@ -271,6 +277,16 @@ fn send_marks(
         .iter()
         .map(|m| inner.request(node, m, traffic))
         .collect()
+}
+
+/// Collects the replies of marks already written, in the background: a mark's reply carries
+/// nothing, and a node that never answers must not hold up the acquisition.
+fn collect_marks(marks: Vec<Local<std::result::Result<command::Reply, (NodeKind, String)>>>) {
+    if !marks.is_empty() {
+        wasm_bindgen_futures::spawn_local(async move {
+            futures_util::future::join_all(marks).await;
+        });
+    }
 }
 
 /// Starts releasing `value` on `nodes` now; the future ends when every node answered or

@@ -484,8 +484,8 @@ impl Inner {
     }
 
     /// Releases `value` on `nodes` (compare-and-delete), each bounded by `timeout`. Nodes
-    /// that refuse the release reading waiter flags (`NOPERM`) are released again without
-    /// them, and so is every later release (REDLOCK.md §9).
+    /// whose ACL refuses the release reading waiter flags are released again without them,
+    /// and so is every later release (REDLOCK.md §9).
     pub async fn release_on(
         self: &Rc<Self>,
         nodes: &[usize],
@@ -493,21 +493,23 @@ impl Inner {
         value: &str,
         timeout: Duration,
     ) -> Report {
-        use quorumlock_proto::command::reads_flags;
-        let flags = !self.flagless.get() && reads_flags(keys, self.s.notify);
-        let report = self.release_round(nodes, keys, value, timeout, flags).await;
+        use quorumlock_proto::command::{acl_refusal, reads_flags};
+        let notify = self.notify();
+        let report = self
+            .release_round(nodes, keys, value, timeout, notify)
+            .await;
         let refused: Vec<usize> = report
             .nodes()
             .iter()
-            .filter(|r| r.kind == NodeKind::NoPermission)
+            .filter(|r| acl_refusal(r.kind, r.detail.as_deref().unwrap_or("")))
             .map(|r| r.index)
             .collect();
-        if !flags || refused.is_empty() {
+        if !reads_flags(keys, notify) || refused.is_empty() {
             return report;
         }
         self.flagless.set(true);
         let again = self
-            .release_round(&refused, keys, value, timeout, false)
+            .release_round(&refused, keys, value, timeout, notify.without_flags())
             .await;
         let merged = report
             .nodes()
@@ -516,7 +518,7 @@ impl Inner {
                 again
                     .nodes()
                     .iter()
-                    .find(|a| a.index == r.index && refused.contains(&a.index))
+                    .find(|a| a.index == r.index && refused.contains(&r.index))
                     .unwrap_or(r)
                     .clone()
             })
@@ -530,16 +532,26 @@ impl Inner {
         keys: &[Vec<u8>],
         value: &str,
         timeout: Duration,
-        flags: bool,
+        notify: quorumlock_proto::command::Notify,
     ) -> Report {
         let n = keys.len();
-        let cmd = quorumlock_proto::command::release_with(keys, value, self.s.notify, flags);
+        let cmd = quorumlock_proto::command::release(keys, value, notify);
         self.round(nodes, Decide::All, timeout, Traffic::Any, &cmd, |r| {
             quorumlock_proto::command::read_release(r, n)
                 .map(|(deleted, other)| quorumlock_proto::command::release_kind(deleted, other, n))
         })
         .await
         .into_report()
+    }
+
+    /// How this client's releases tell waiters: without waiter flags once a node refused them.
+    pub fn notify(&self) -> quorumlock_proto::command::Notify {
+        let notify = quorumlock_proto::command::Notify::of(self.s.notify, self.s.key_format);
+        if self.flagless.get() {
+            notify.without_flags()
+        } else {
+            notify
+        }
     }
 
     /// Every node index.

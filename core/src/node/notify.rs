@@ -1,6 +1,7 @@
 //! Release notification (REDLOCK.md §9): the release script publishes on
-//! `<lock key>:released`, and a waiting acquisition listens there so that a release cuts its
-//! retry delay short.
+//! `<lock key>:released` (for braced keys only while a waiter's mark on the key's waiter flag
+//! lives: `quorumlock_proto::command::mark`), and a waiting acquisition listens there so that a
+//! release cuts its retry delay short.
 //!
 //! Each node has one subscriber task with its own pub/sub connection (RESP2 needs one; under
 //! RESP3 it is kept for simplicity), opened when the first waiter of the client listens and

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use futures_util::future::join_all;
-use quorumlock_proto::command::{self, Extension};
+use quorumlock_proto::command::{self, Extension, Notify};
 
 use super::writes::Writing;
 use super::{Node, NodeFailure, Prepared, Traffic, slots};
@@ -96,7 +96,7 @@ impl Node {
         if won.iter().all(|w| matches!(w, Ok(true))) {
             return Ok(NodeKind::Ok);
         }
-        if let Err((kind, text)) = self.release_now(lock_keys, value, false, None).await {
+        if let Err((kind, text)) = self.release_now(lock_keys, value, Notify::Off, None).await {
             // Not an "untouched" kind: the attempt's own cleanup tries again.
             return Err((
                 NodeKind::Other,
@@ -195,14 +195,14 @@ impl Node {
     }
 
     /// RELEASE on this node: `Released` (all keys deleted), `Partial` (some), `HeldByOther`
-    /// (none, another value present) or `NotHeld`. With `notify`, each deleted key is
-    /// published on its release channel. `prepared`, when given, is
+    /// (none, another value present) or `NotHeld`. Deleted keys are published on their
+    /// release channels as `notify` says. `prepared`, when given, is
     /// `command::release(keys, value, notify)` built once for the round.
     pub(crate) async fn release(
         &self,
         keys: &[Vec<u8>],
         value: &str,
-        notify: bool,
+        notify: Notify,
         prepared: Option<&Prepared>,
     ) -> Result<NodeKind, NodeFailure> {
         self.after_writes(value).await;
@@ -215,7 +215,7 @@ impl Node {
         &self,
         keys: &[Vec<u8>],
         value: &str,
-        notify: bool,
+        notify: Notify,
         prepared: Option<&Prepared>,
     ) -> Result<NodeKind, NodeFailure> {
         let flagless = self.flagless.load(Ordering::Relaxed);
@@ -250,33 +250,34 @@ impl Node {
         &self,
         keys: &[Vec<u8>],
         value: &str,
-        notify: bool,
+        notify: Notify,
     ) -> Result<(usize, usize), NodeFailure> {
-        let flags = !self.flagless.load(Ordering::Relaxed);
+        let notify = if self.flagless.load(Ordering::Relaxed) {
+            notify.without_flags()
+        } else {
+            notify
+        };
         match self
-            .run(
-                &command::release_with(keys, value, notify, flags),
-                Traffic::Any,
-            )
+            .run(&command::release(keys, value, notify), Traffic::Any)
             .await
         {
             Ok(reply) => command::read_release(&reply, keys.len()),
-            Err(e) if flags => self.release_refused(keys, value, notify, e).await,
-            Err(e) => Err(e),
+            Err(e) => self.release_refused(keys, value, notify, e).await,
         }
     }
 
-    /// After a release that read waiter flags failed with `e`: a `NOPERM` (an ACL without
-    /// `MGET` or without the flag keys, refused before the script wrote anything) makes this
-    /// node release without flags from now on, this time included (REDLOCK.md §9).
+    /// After a release failed with `e`: when it read waiter flags and the ACL refused it (no
+    /// `MGET`, or a key pattern without the flag keys: refused before the script wrote
+    /// anything), this node releases without flags from now on, this time included
+    /// (REDLOCK.md §9). Any other failure is returned as it is.
     async fn release_refused(
         &self,
         keys: &[Vec<u8>],
         value: &str,
-        notify: bool,
+        notify: Notify,
         e: NodeFailure,
     ) -> Result<(usize, usize), NodeFailure> {
-        if e.0 != NodeKind::NoPermission || !command::reads_flags(keys, notify) {
+        if !command::reads_flags(keys, notify) || !command::acl_refusal(e.0, &e.1) {
             return Err(e);
         }
         if !self.flagless.swap(true, Ordering::Relaxed) {
@@ -288,7 +289,7 @@ impl Node {
         }
         let reply = self
             .run(
-                &command::release_with(keys, value, notify, false),
+                &command::release(keys, value, notify.without_flags()),
                 Traffic::Any,
             )
             .await?;

@@ -134,12 +134,12 @@ mod tests {
         let commands = [
             command::acquire(&keys[..1], "v1", 10_000),
             command::acquire(&keys, "v2", 7),
-            command::release(&keys[..1], "v3", true),
-            command::release(&keys, "v4", false),
+            command::release(&keys[..1], "v3", command::Notify::Always),
+            command::release(&keys, "v4", command::Notify::Off),
             command::extend(&keys, "v5", 30_000),
             command::vacant(&keys),
             command::mark(&keys, 2_000).remove(0),
-            command::release(&keys[1..], "v8", true),
+            command::release(&keys[1..], "v8", command::Notify::Waiters),
             command::fenced_acquire(&keys, "v6", 1, 2),
             command::raise(&keys, "v7", &[3], 4),
         ];
@@ -161,7 +161,7 @@ mod tests {
     #[test]
     fn cmd_layout() {
         let keys = vec![b"k1".to_vec(), b"k2".to_vec()];
-        let release = command::release(&keys, "v", false);
+        let release = command::release(&keys, "v", command::Notify::Off);
         let (c, script) = cmd(&release, false);
         let text = String::from_utf8_lossy(&c.get_packed_command()).into_owned();
         assert!(script && text.contains("EVALSHA"));
