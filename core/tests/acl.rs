@@ -90,6 +90,22 @@ async fn connect(urls: Vec<String>, warnings: Arc<Mutex<Vec<String>>>) -> Client
         .expect("connect")
 }
 
+/// `waiter` waits for `resource` (retries 3 s apart, so a prompt success is a notice's).
+fn wait_for(
+    waiter: Client,
+    resource: &'static str,
+) -> tokio::task::JoinHandle<(quorumlock::Result<quorumlock::Lock>, Client)> {
+    let wait = LockOptions::default()
+        .ttl(Duration::from_secs(10))
+        .node_timeout(NODE_TIMEOUT)
+        .retry_delay(Duration::from_secs(3))
+        .retry_count(3);
+    tokio::spawn(async move {
+        let l = waiter.acquire_with([resource], &wait).await;
+        (l, waiter)
+    })
+}
+
 #[tokio::test]
 async fn the_minimal_acl_rule_is_enough_for_every_operation() {
     let c = cluster(3);
@@ -107,19 +123,12 @@ async fn the_minimal_acl_rule_is_enough_for_every_operation() {
     fenced.release().await.unwrap();
     // A waiter subscribes to the release channel and wakes on the release.
     let waiter = connect(urls(&c, "locker", PASSWORD), warnings.clone()).await;
-    let wait = LockOptions::default()
-        .ttl(Duration::from_secs(10))
-        .node_timeout(NODE_TIMEOUT)
-        .retry_delay(Duration::from_secs(3))
-        .retry_count(3);
-    let task = tokio::spawn(async move {
-        let l = waiter.acquire_with(["acl:one"], &wait).await;
-        (l.map(|l| l.value().to_owned()), waiter)
-    });
+    let task = wait_for(waiter, "acl:one");
     tokio::time::sleep(Duration::from_millis(300)).await;
     one.release().await.unwrap();
     let (won, waiter) = task.await.unwrap();
-    won.expect("the waiter gets the lock");
+    let won = won.expect("the waiter gets the lock");
+    won.release().await.unwrap();
     assert!(waiter.metrics().wakeups >= 1, "woken by the release notice");
     // Administration: ping and inspect (INFO, CONFIG GET, GET, PTTL).
     client.ping().await.expect("ping");
@@ -181,15 +190,7 @@ async fn releases_work_and_wake_waiters_under_a_rule_without_mget() {
     let holder = connect(urls(&c, "oldrule", PASSWORD), warnings.clone()).await;
     let waiter = connect(urls(&c, "oldrule", PASSWORD), warnings.clone()).await;
     let lock = holder.acquire(["acl:old"]).await.unwrap();
-    let wait = LockOptions::default()
-        .ttl(Duration::from_secs(10))
-        .node_timeout(NODE_TIMEOUT)
-        .retry_delay(Duration::from_secs(3))
-        .retry_count(3);
-    let task = tokio::spawn(async move {
-        let l = waiter.acquire_with(["acl:old"], &wait).await;
-        (l, waiter)
-    });
+    let task = wait_for(waiter, "acl:old");
     tokio::time::sleep(Duration::from_millis(300)).await;
     let released_at = quorumlock::MonoTime::now();
     let report = lock.release().await.unwrap();
