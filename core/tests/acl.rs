@@ -200,8 +200,10 @@ async fn releases_work_and_wake_waiters_under_a_rule_without_mget() {
     let gap = quorumlock::MonoTime::now().saturating_since(released_at);
     assert!(gap < Duration::from_millis(1_500), "woken after {gap:?}");
     assert!(waiter.metrics().wakeups >= 1, "woken by the release notice");
+    // (The waiter may have won on a quorum only: woken by two notices, it can reach the third
+    // node before the holder's release there.)
     let report = won.release().await.unwrap();
-    assert_eq!(report.count(NodeKind::Released), 3, "{report}");
+    assert!(report.was_held_by_quorum(), "{report}");
     let again = holder.acquire(["acl:again"]).await.unwrap();
     let report = again.release().await.unwrap();
     assert_eq!(report.count(NodeKind::Released), 3, "{report}");

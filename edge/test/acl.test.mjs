@@ -53,7 +53,9 @@ test('without MGET a release still deletes on every node and wakes a waiter', as
   const second = await waiting
   const woke = performance.now() - released
   assert.ok(woke < 1500, `woke ${woke.toFixed(0)} ms after the release (retry delay 3000 ms)`)
-  assert.equal((await second.release()).releasedCount, 5)
+  // (The waiter may have won on a quorum only: woken by three notices, it can reach a node
+  // before the holder's release there.)
+  assert.ok((await second.release()).wasHeldByQuorum)
   const again = await holder.acquire(unique('acl'), { ttlMs: 5000 })
   assert.equal((await again.release()).releasedCount, 5)
   // One refusal per node and client (holder, waiter), not one per release.
