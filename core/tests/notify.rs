@@ -277,6 +277,42 @@ async fn a_waiter_marks_at_its_check_and_renews_the_mark_before_it_lapses() {
     }
 }
 
+#[tokio::test]
+async fn a_waiter_that_keeps_losing_renews_its_mark_about_once_per_half_its_life() {
+    // Attempts 200 ms apart for 2.4 s (250 ms node timeout): a mark lasts 2 x 0.95 s, so
+    // besides the check's mark about two renewals are due (a few more on a slow machine),
+    // not one per attempt (13).
+    let c = cluster(3);
+    let holder = client(&c).await;
+    let waiter = client(&c).await;
+    let lock = holder.acquire(["notify:often"]).await.unwrap();
+    for i in 0..c.len() {
+        c.command(i, &[b"CONFIG", b"RESETSTAT"]).unwrap();
+    }
+    let often = opts(10_000)
+        .retry_count(12)
+        .retry_delay(Duration::from_millis(200))
+        .retry_jitter(Duration::ZERO);
+    let e = waiter
+        .acquire_with(["notify:often"], &often)
+        .await
+        .expect_err("held all along");
+    assert_eq!(e.attempts(), 13, "{e}");
+    lock.release().await.unwrap();
+    for i in 0..c.len() {
+        let stats = c.command(i, &[b"INFO", b"commandstats"]).unwrap();
+        let text = String::from_utf8_lossy(stats.as_bytes().unwrap()).into_owned();
+        let sets = text
+            .lines()
+            .find_map(|l| l.strip_prefix("cmdstat_set:calls="))
+            .and_then(|v| v.split(',').next()?.parse::<u64>().ok())
+            .unwrap_or(0);
+        // 13 attempts' SET NX, the check's mark and its renewals.
+        let marks = sets - 13;
+        assert!((1..=6).contains(&marks), "node {i}: {marks} marks");
+    }
+}
+
 fn numsub(c: &Cluster, i: usize, channel: &[u8]) -> i64 {
     match c.command(i, &[b"PUBSUB", b"NUMSUB", channel]).unwrap() {
         Reply::Array(items) => items.get(1).and_then(Reply::as_int).unwrap_or(-1),
