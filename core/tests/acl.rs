@@ -45,6 +45,11 @@ const MINIMAL: &[&str] = &[
 /// a refusal, but the refusal fills `ACL LOG`).
 const SETINFO: &str = "+client|setinfo";
 
+/// The minimal rule without `rule`.
+fn minimal_without(rule: &str) -> Vec<&'static str> {
+    MINIMAL.iter().copied().filter(|r| *r != rule).collect()
+}
+
 /// Creates user `name` with the password and `rules` on every node.
 fn set_user(c: &Cluster, name: &str, rules: &[&str]) {
     let pw = format!(">{PASSWORD}");
@@ -140,8 +145,7 @@ async fn the_minimal_acl_rule_is_enough_for_every_operation() {
 #[tokio::test]
 async fn a_missing_permission_names_the_node_and_the_command() {
     let c = cluster(3);
-    let without_set: Vec<&str> = MINIMAL.iter().copied().filter(|r| *r != "+set").collect();
-    set_user(&c, "noset", &without_set);
+    set_user(&c, "noset", &minimal_without("+set"));
     let warnings = Arc::new(Mutex::new(Vec::new()));
     let client = connect(urls(&c, "noset", PASSWORD), warnings).await;
     let e = client
@@ -184,8 +188,7 @@ async fn releases_work_and_wake_waiters_under_a_rule_without_mget() {
     // reads the flags is refused before it writes, once per node; the node then releases as
     // before, publishing every deleted key, and waiters still wake at once.
     let c = cluster(3);
-    let old: Vec<&str> = MINIMAL.iter().copied().filter(|r| *r != "+mget").collect();
-    set_user(&c, "oldrule", &old);
+    set_user(&c, "oldrule", &minimal_without("+mget"));
     let warnings = Arc::new(Mutex::new(Vec::new()));
     let holder = connect(urls(&c, "oldrule", PASSWORD), warnings.clone()).await;
     let waiter = connect(urls(&c, "oldrule", PASSWORD), warnings.clone()).await;

@@ -266,14 +266,7 @@ async fn a_waiter_marks_at_its_check_and_renews_the_mark_before_it_lapses() {
     let quiet = holder.acquire(["notify:quiet"]).await.unwrap();
     quiet.release().await.unwrap();
     for i in 0..c.len() {
-        let stats = c.command(i, &[b"INFO", b"commandstats"]).unwrap();
-        let text = String::from_utf8_lossy(stats.as_bytes().unwrap()).into_owned();
-        let published = text
-            .lines()
-            .find_map(|l| l.strip_prefix("cmdstat_publish:calls="))
-            .and_then(|v| v.split(',').next()?.parse::<u64>().ok())
-            .unwrap_or(0);
-        assert_eq!(published, 2, "node {i}: {text}");
+        assert_eq!(calls(&c, i, &["publish"]), 2, "node {i}");
     }
 }
 
@@ -300,15 +293,8 @@ async fn a_waiter_that_keeps_losing_renews_its_mark_about_once_per_half_its_life
     assert_eq!(e.attempts(), 13, "{e}");
     lock.release().await.unwrap();
     for i in 0..c.len() {
-        let stats = c.command(i, &[b"INFO", b"commandstats"]).unwrap();
-        let text = String::from_utf8_lossy(stats.as_bytes().unwrap()).into_owned();
-        let sets = text
-            .lines()
-            .find_map(|l| l.strip_prefix("cmdstat_set:calls="))
-            .and_then(|v| v.split(',').next()?.parse::<u64>().ok())
-            .unwrap_or(0);
         // 13 attempts' SET NX, the check's mark and its renewals.
-        let marks = sets - 13;
+        let marks = calls(&c, i, &["set"]) - 13;
         assert!((1..=6).contains(&marks), "node {i}: {marks} marks");
     }
 }

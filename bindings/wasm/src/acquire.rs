@@ -64,12 +64,9 @@ pub async fn acquire(
     let timeout = m.node_timeout();
     let mut marking = Marks::new(m.options(), timeout);
     let mut mark_attempt = false;
-    // Marks only where releases read waiter flags (braced keys, notification on).
-    let marks: Rc<[command::Command]> =
-        match command::Notify::of(inner.s.notify, inner.s.key_format) {
-            command::Notify::Waiters => command::mark(&keys, marking.ttl_ms()).into(),
-            _ => Rc::from([]),
-        };
+    // Marks only where releases read waiter flags (braced keys, notification on), built at
+    // the first wait: most calls never wait.
+    let mut marks: Rc<[command::Command]> = Rc::from([]);
     let mut abort = Aborted::new(signal);
     if abort.is_aborted() {
         return Err(m.cancel().error);
@@ -91,6 +88,9 @@ pub async fn acquire(
                 }
                 Output::Listen => {
                     if inner.s.notify {
+                        if marks.is_empty() && inner.notify() == command::Notify::Waiters {
+                            marks = command::mark(&keys, marking.ttl_ms()).into();
+                        }
                         listening = Some(listen(inner, &keys, &marks, timeout));
                         marking.marked(now_us());
                     }
