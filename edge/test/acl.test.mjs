@@ -58,12 +58,15 @@ test('without MGET a release still deletes on every node and wakes a waiter', as
   assert.ok((await second.release()).wasHeldByQuorum)
   const again = await holder.acquire(unique('acl'), { ttlMs: 5000 })
   assert.equal((await again.release()).releasedCount, 5)
-  // One refusal per node and client (holder, waiter), not one per release.
+  // At most one refusal per node and client (holder, waiter), not one per release. The
+  // package remembers a refusal per client, not per node: a waiter whose woken attempt lost
+  // and was cleaned on some nodes is refused there only, and releases elsewhere without flags.
   for (const r of admin) {
     const mine = (await r.call('ACL', 'LOG')).filter((e) => e[e.indexOf('username') + 1] === USER)
     assert.equal(mine.length, 1, JSON.stringify(mine))
     const entry = mine[0]
     assert.equal(entry[entry.indexOf('object') + 1], 'mget')
-    assert.equal(Number(entry[entry.indexOf('count') + 1]), 2)
+    const count = Number(entry[entry.indexOf('count') + 1])
+    assert.ok(count >= 1 && count <= 2, `${count} refusals`)
   }
 })
