@@ -204,9 +204,10 @@ export interface ClientOptions extends LockOptions {
   /** Nodes whose eviction policy can remove lock keys: `'refuse'` (default), `'warn'` or `'off'`. */
   evictionCheck?: 'refuse' | 'warn' | 'off'
   /**
-   * Release notification (default true): releases publish on `<key>:released`, and a waiting
-   * acquire listens there (transports with `subscribe`: ioredis, node-redis), so a release
-   * wakes it at once instead of after its retry delay. REST nodes poll.
+   * Release notification (default true): a waiting acquire listens on `<key>:released`
+   * (transports with `subscribe`: ioredis, node-redis) and marks the key's waiter flag, and a
+   * release publishes there while the flag exists, so it wakes the waiter at once instead of
+   * after its retry delay. REST nodes poll.
    */
   notify?: boolean
   /**

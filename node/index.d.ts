@@ -286,8 +286,9 @@ export interface ClientOptions extends Omit<LockOptions, 'value'> {
    */
   evictionCheck?: 'refuse' | 'warn' | 'off'
   /**
-   * Release notification (default true): releases publish on `<key>:released` and a waiting
-   * acquire listens there, so a release wakes it at once instead of after its retry delay.
+   * Release notification (default true): a waiting acquire listens on `<key>:released` and
+   * marks the key's waiter flag, and a release publishes there while the flag exists, so it
+   * wakes the waiter at once instead of after its retry delay.
    */
   notify?: boolean
 }

@@ -37,7 +37,8 @@ pub(crate) struct Inner {
     pub(crate) extend_permits: tokio::sync::Semaphore,
     /// Sends the automatic extensions in batches; started with the first one.
     batcher: std::sync::OnceLock<Batcher>,
-    /// Whether releases publish on the key's channel (REDLOCK.md §9).
+    /// Whether release notification is on: releases publish on the key's channel while a
+    /// waiter flag exists (REDLOCK.md §9).
     pub(crate) notify: bool,
     /// The subscribers waiting acquisitions listen through; `None` with notification off.
     pub(crate) notifier: Option<Arc<Notifier>>,

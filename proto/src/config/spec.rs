@@ -290,7 +290,7 @@ pub const CLIENT_SETTINGS: &[OptionSpec] = &[
     client(
         "notify",
         Kind::Flag,
-        "Release notification (REDLOCK.md §9): releases publish on `<lock key>:released` and a waiting acquisition listens there, so a release wakes it at once instead of after its retry delay.",
+        "Release notification (REDLOCK.md §9): a waiting acquisition listens on `<lock key>:released` and marks the key's waiter flag, and a release publishes there while the flag exists, so it wakes the waiter at once instead of after its retry delay.",
     ),
 ];
 
