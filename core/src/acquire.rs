@@ -511,24 +511,27 @@ async fn ask(
     counter_ttl_ms: u64,
     prepared: Option<Arc<Prepared>>,
 ) -> (Answer, Option<Vec<u64>>) {
+    // A future of this function is built and boxed for every node of every attempt: the
+    // common request (a single master, the round's prepared ACQUIRE) awaits one send, and the
+    // others are boxed, so that this future holds one redis-rs send instead of several (each
+    // over 1 KB, a copy and an allocation outside the allocator's fast sizes).
     match request {
-        Request::Acquire { value } => (
-            node.acquire(keys, &value, ttl_ms, prepared.as_deref())
-                .await,
-            None,
-        ),
+        Request::Acquire { value } => match prepared {
+            Some(p) if !node.is_cluster() => (node.acquire_prepared(&p).await, None),
+            _ => (
+                Box::pin(node.acquire(keys, &value, ttl_ms, prepared.as_deref())).await,
+                None,
+            ),
+        },
         Request::FencedAcquire { value } => {
-            match node
-                .fenced_acquire(keys, &value, ttl_ms, counter_ttl_ms)
-                .await
-            {
+            match Box::pin(node.fenced_acquire(keys, &value, ttl_ms, counter_ttl_ms)).await {
                 Ok(Some(c)) => (Ok(NodeKind::Ok), Some(c)),
                 Ok(None) => (Ok(NodeKind::HeldByOther), None),
                 Err(e) => (Err(e), None),
             }
         }
         Request::Raise { value, tokens } => (
-            node.raise(keys, &value, &tokens, counter_ttl_ms).await,
+            Box::pin(node.raise(keys, &value, &tokens, counter_ttl_ms)).await,
             None,
         ),
     }

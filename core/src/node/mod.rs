@@ -459,9 +459,13 @@ impl Node {
         script: bool,
     ) -> Result<Reply, NodeFailure> {
         let mut conn = link.conn.clone();
-        let r = match reply(conn.send(first).await) {
+        // The first reply is bound before it is matched, and the rare re-send is boxed: the
+        // future, built for every node of every round, then holds one send, not two.
+        let first = reply(conn.send(first).await);
+        let r = match first {
             Err(e) if script && e.kind() == RedisKind::Server(ServerErrorKind::NoScript) => {
-                reply(conn.send(&scripts::cmd(command, true).0).await)
+                let again = scripts::cmd(command, true).0;
+                reply(Box::pin(conn.send(&again)).await)
             }
             other => other,
         };

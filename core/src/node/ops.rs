@@ -72,6 +72,19 @@ impl Node {
         self.all_or_nothing(keys, value, won).await
     }
 
+    /// ACQUIRE on a single master with the round's `prepared` command: [`acquire`]'s common
+    /// case, whose future holds one send only.
+    ///
+    /// [`acquire`]: Self::acquire
+    pub(crate) async fn acquire_prepared(
+        &self,
+        prepared: &Prepared,
+    ) -> Result<NodeKind, NodeFailure> {
+        debug_assert!(!self.is_cluster());
+        let reply = self.run_prepared(prepared, Traffic::Lock).await?;
+        command::read_acquire(&reply)
+    }
+
     async fn acquire_slot(
         &self,
         keys: &[Vec<u8>],
@@ -205,7 +218,9 @@ impl Node {
         notify: Notify,
         prepared: Option<&Prepared>,
     ) -> Result<NodeKind, NodeFailure> {
-        self.after_writes(value).await;
+        if self.is_cluster() {
+            Box::pin(self.after_writes(value)).await;
+        }
         self.release_now(keys, value, notify, prepared).await
     }
 
@@ -218,30 +233,43 @@ impl Node {
         notify: Notify,
         prepared: Option<&Prepared>,
     ) -> Result<NodeKind, NodeFailure> {
+        // Built for every node of every release: the common case (a single master, the
+        // round's prepared command) awaits one send, and the rare ones are boxed, so that the
+        // future holds one redis-rs send, not several.
         let flagless = self.flagless.load(Ordering::Relaxed);
         let (deleted, other) = match self.split(keys, 1)? {
             None => match prepared {
                 Some(p) if !flagless => match self.run_prepared(p, Traffic::Any).await {
                     Ok(reply) => command::read_release(&reply, keys.len())?,
-                    Err(e) => self.release_refused(keys, value, notify, e).await?,
+                    Err(e) => Box::pin(self.release_refused(keys, value, notify, e)).await?,
                 },
-                _ => self.release_slot(keys, value, notify).await?,
+                _ => Box::pin(self.release_slot(keys, value, notify)).await?,
             },
-            Some(groups) => {
-                let parts = join_all(groups.iter().map(|g| {
-                    let sub = slots::subset(keys, 1, g);
-                    async move { self.release_slot(&sub, value, notify).await }
-                }))
-                .await;
-                let mut total = (0, 0);
-                for p in parts {
-                    let (d, o) = p?;
-                    total = (total.0 + d, total.1 + o);
-                }
-                total
-            }
+            Some(groups) => Box::pin(self.release_groups(keys, value, notify, groups)).await?,
         };
         Ok(command::release_kind(deleted, other, keys.len()))
+    }
+
+    /// [`release_slot`](Self::release_slot) on each slot group of a cluster member's keys:
+    /// how many keys were deleted, and how many held another value.
+    async fn release_groups(
+        &self,
+        keys: &[Vec<u8>],
+        value: &str,
+        notify: Notify,
+        groups: Vec<Vec<usize>>,
+    ) -> Result<(usize, usize), NodeFailure> {
+        let parts = join_all(groups.iter().map(|g| {
+            let sub = slots::subset(keys, 1, g);
+            async move { self.release_slot(&sub, value, notify).await }
+        }))
+        .await;
+        let mut total = (0, 0);
+        for p in parts {
+            let (d, o) = p?;
+            total = (total.0 + d, total.1 + o);
+        }
+        Ok(total)
     }
 
     /// RELEASE-ONE or RELEASE on keys of one slot: how many keys were deleted, and how many
