@@ -63,7 +63,7 @@ async fn release_on(
     value: &Arc<str>,
     timeout: Duration,
 ) -> Report {
-    let notify = command::Notify::of(inner.notify, inner.key_format);
+    let notify = inner.notify;
     let prepared = Prepared::new(command::release(keys, value, notify));
     quorum::round(nodes, timeout, Decide::All, |node| {
         let (keys, value) = (keys.clone(), value.clone());
@@ -226,8 +226,7 @@ impl Driver<'_> {
     /// unless the client's releases read flags ([`command::Notify::Waiters`]).
     fn marks(&mut self) -> Arc<[Arc<Prepared>]> {
         let ttl_ms = self.marking.ttl_ms();
-        let waiters = command::Notify::of(self.inner.notify, self.inner.key_format)
-            == command::Notify::Waiters;
+        let waiters = self.inner.notify == command::Notify::Waiters;
         let keys = &self.keys;
         self.marks
             .get_or_insert_with(|| {

@@ -37,9 +37,9 @@ pub(crate) struct Inner {
     pub(crate) extend_permits: tokio::sync::Semaphore,
     /// Sends the automatic extensions in batches; started with the first one.
     batcher: std::sync::OnceLock<Batcher>,
-    /// Whether release notification is on: releases publish on the key's channel while a
-    /// waiter flag exists (REDLOCK.md §9).
-    pub(crate) notify: bool,
+    /// How releases tell waiters (REDLOCK.md §9): off, every time (bare keys), or while a
+    /// waiter flag exists (braced keys).
+    pub(crate) notify: quorumlock_proto::command::Notify,
     /// The subscribers waiting acquisitions listen through; `None` with notification off.
     pub(crate) notifier: Option<Arc<Notifier>>,
     pid: u32,
@@ -352,7 +352,7 @@ impl ClientBuilder {
             stats: ClientStats::default(),
             extend_permits: tokio::sync::Semaphore::new(crate::watchdog::MAX_IN_FLIGHT),
             batcher: std::sync::OnceLock::new(),
-            notify: s.notify,
+            notify: quorumlock_proto::command::Notify::of(s.notify, s.key_format),
             notifier,
             pid: std::process::id(),
         };

@@ -55,8 +55,7 @@ impl Node {
         let _writing = self.writing(value);
         let Some(groups) = self.split(keys, 1)? else {
             if let Some(p) = prepared {
-                let reply = self.run_prepared(p, Traffic::Lock).await?;
-                return command::read_acquire(&reply);
+                return self.acquire_prepared(p).await;
             }
             return self.acquire_slot(keys, value, ttl_ms).await;
         };
@@ -72,15 +71,13 @@ impl Node {
         self.all_or_nothing(keys, value, won).await
     }
 
-    /// ACQUIRE on a single master with the round's `prepared` command: [`acquire`]'s common
-    /// case, whose future holds one send only.
-    ///
-    /// [`acquire`]: Self::acquire
+    /// ACQUIRE in one request with the round's `prepared` command; on a cluster member the
+    /// caller holds the [`writing`](Self::writing) guard. Called directly for a single
+    /// master (the common case, whose future then holds one send only).
     pub(crate) async fn acquire_prepared(
         &self,
         prepared: &Prepared,
     ) -> Result<NodeKind, NodeFailure> {
-        debug_assert!(!self.is_cluster());
         let reply = self.run_prepared(prepared, Traffic::Lock).await?;
         command::read_acquire(&reply)
     }
@@ -219,7 +216,9 @@ impl Node {
         prepared: Option<&Prepared>,
     ) -> Result<NodeKind, NodeFailure> {
         if self.is_cluster() {
-            Box::pin(self.after_writes(value)).await;
+            // Boxed: only a cluster member waits, and the wait would widen every release's
+            // future.
+            Box::pin(self.writes.settled(value, self.index)).await;
         }
         self.release_now(keys, value, notify, prepared).await
     }
