@@ -20,7 +20,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Bench, ClientCfg, RESOURCE, TTL_MS, blocking, connect, opts};
+use common::{Bench, ClientCfg, RESOURCE, Setup, TTL_MS, blocking, connect, opts};
 use quorumlock::MonoTime;
 use quorumlock_harness::history::{Recorder, Row};
 use quorumlock_harness::{Mode, Persist};

@@ -78,30 +78,61 @@ impl Bench {
     pub fn nodes(&self) -> MutexGuard<'_, Cluster> {
         self.nodes.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
 
-    /// The workers' node URLs: every node through its shared proxy.
-    pub fn worker_urls(&self) -> Vec<String> {
+/// What the clients of a scenario connect to, and the resource counter: the proxies'
+/// [`Bench`], or the kernel partitions' bench of `netns.rs`.
+pub trait Setup: Send + Sync + 'static {
+    /// A's node URLs: it can reach n0–n2 only.
+    fn a_urls(&self) -> Vec<String>;
+    /// The workers' node URLs: every node.
+    fn worker_urls(&self) -> Vec<String>;
+    /// The resource counter's value.
+    fn counter(&self) -> u64;
+    /// The resource node's address.
+    fn resource_addr(&self) -> std::net::SocketAddr;
+    /// Called once the clients are connected, right before A acquires.
+    fn before_acquire(&self, _scenario: &Scenario) {}
+}
+
+impl Setup for Bench {
+    /// Every node through its shared proxy.
+    fn worker_urls(&self) -> Vec<String> {
         self.proxies.iter().map(FaultProxy::url).collect()
     }
 
-    /// A's node URLs: n0–n2 through the shared proxies, n3–n4 cut.
-    pub fn a_urls(&self) -> Vec<String> {
+    /// n0–n2 through the shared proxies, n3–n4 cut.
+    fn a_urls(&self) -> Vec<String> {
         let mut urls: Vec<String> = self.proxies[..3].iter().map(FaultProxy::url).collect();
         urls.extend(self.a_cut.iter().map(FaultProxy::url));
         urls
     }
 
-    /// The resource counter's value.
-    pub fn counter(&self) -> u64 {
-        let reply = self
-            .resource
-            .command(0, &[b"GET", workload::COUNTER_KEY])
-            .unwrap();
-        reply
-            .as_bytes()
-            .and_then(|b| std::str::from_utf8(b).ok()?.parse().ok())
-            .unwrap_or(0)
+    fn counter(&self) -> u64 {
+        resource_counter(&self.resource)
     }
+
+    fn resource_addr(&self) -> std::net::SocketAddr {
+        self.resource.addr(0)
+    }
+
+    /// An `everysec` n2 marks what it has fsynced right before A's acquire.
+    fn before_acquire(&self, scenario: &Scenario) {
+        if scenario.n2_persist == Some(Persist::Everysec) {
+            blocking(|| self.nodes().mark_fsync(2)).expect("mark_fsync n2");
+        }
+    }
+}
+
+/// The counter on the resource node `resource`.
+pub fn resource_counter(resource: &Cluster) -> u64 {
+    let reply = resource
+        .command(0, &[b"GET", workload::COUNTER_KEY])
+        .unwrap();
+    reply
+        .as_bytes()
+        .and_then(|b| std::str::from_utf8(b).ok()?.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Client settings of a scenario.
@@ -142,7 +173,10 @@ pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
 
 /// A fault script: called once A holds {n0, n1, n2}; it injects the fault, waits as it likes,
 /// and heals. It runs concurrently with A and the workers.
-pub type Script = Box<dyn FnOnce(Arc<Bench>) -> tokio::task::JoinHandle<()> + Send>;
+pub type ScriptOn<B> = Box<dyn FnOnce(Arc<B>) -> tokio::task::JoinHandle<()> + Send>;
+
+/// A fault script on the proxies' [`Bench`].
+pub type Script = ScriptOn<Bench>;
 
 /// One scenario.
 pub struct Scenario {
@@ -166,7 +200,6 @@ pub struct Scenario {
 /// Runs `scenario` once with `script`, returning the recorder and the number of lost updates.
 pub async fn run_once(scenario: &Scenario, script: Script) -> (Recorder, u64) {
     let bench = Arc::new(blocking(Bench::start));
-    let rec = Arc::new(Recorder::new());
     if let Some(persist) = scenario.n2_persist {
         blocking(|| bench.nodes().restart(2, persist)).expect("restart n2");
         if persist != Persist::Always && scenario.cfg.quarantine != Quarantine::Off {
@@ -175,14 +208,23 @@ pub async fn run_once(scenario: &Scenario, script: Script) -> (Recorder, u64) {
             tokio::time::sleep(qp).await;
         }
     }
+    contend(bench, scenario, script).await
+}
+
+/// The common setup's run on `bench`: A acquires {n0, n1, n2}, `script` starts, the workers
+/// contend and A holds; returns the recorder and the number of lost updates.
+pub async fn contend<B: Setup>(
+    bench: Arc<B>,
+    scenario: &Scenario,
+    script: ScriptOn<B>,
+) -> (Recorder, u64) {
+    let rec = Arc::new(Recorder::new());
     let a = connect(bench.a_urls(), scenario.cfg).await;
     let mut workers = Vec::new();
     for _ in 0..WORKERS {
         workers.push(connect(bench.worker_urls(), scenario.cfg).await);
     }
-    if scenario.n2_persist == Some(Persist::Everysec) {
-        blocking(|| bench.nodes().mark_fsync(2)).expect("mark_fsync n2");
-    }
+    bench.before_acquire(scenario);
     let lock_opts = || opts().fenced(scenario.fenced);
     let lock = a
         .acquire_with([RESOURCE], &lock_opts().retry_count(20))
@@ -191,7 +233,7 @@ pub async fn run_once(scenario: &Scenario, script: Script) -> (Recorder, u64) {
     let a_start = MonoTime::now();
     let until = a_start + Duration::from_secs_f64(scenario.secs);
     let fault = script(Arc::clone(&bench));
-    let counter = Some(bench.resource.addr(0));
+    let counter = Some(bench.resource_addr());
     let mut tasks = Vec::new();
     for (k, client) in workers.into_iter().enumerate() {
         let job = Job {
@@ -242,6 +284,16 @@ pub async fn run_once(scenario: &Scenario, script: Script) -> (Recorder, u64) {
 /// expectation: zero violations and zero lost updates for MUST-PASS, at least one violation
 /// for MUST-FAIL.
 pub async fn run(scenario: Scenario, mut script: impl FnMut() -> Script) -> Row {
+    judge(&scenario, || run_once(&scenario, script())).await
+}
+
+/// Runs `once` [`runs`] times, prints `scenario`'s row and asserts its expectation (see
+/// [`run`]).
+pub async fn judge<F, Fut>(scenario: &Scenario, mut once: F) -> Row
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = (Recorder, u64)>,
+{
     let mut row = Row {
         scenario: scenario.name.into(),
         expect: if scenario.must_pass {
@@ -254,7 +306,7 @@ pub async fn run(scenario: Scenario, mut script: impl FnMut() -> Script) -> Row 
     };
     let mut details = Vec::new();
     for _ in 0..runs() {
-        let (rec, lost) = run_once(&scenario, script()).await;
+        let (rec, lost) = once().await;
         for v in rec.violations().iter().take(3) {
             details.push(format!(
                 "  {} [{}..{}) vs {} [{}..{}) overlap {} ms",

@@ -85,6 +85,8 @@ pub struct Builder {
     tls: Option<Tls>,
     /// Nodes that present another certificate than [`ServerCert::Good`].
     node_certs: Vec<(usize, ServerCert)>,
+    /// Loopback addresses every node listens on besides 127.0.0.1.
+    also_bind: Vec<String>,
 }
 
 impl Builder {
@@ -122,6 +124,19 @@ impl Builder {
         self
     }
 
+    /// Every node also listens on these loopback addresses (`127.0.0.11`, say): inside a
+    /// network namespace each client can then reach a node through its own address, which
+    /// kernel rules cut one by one (`docs/TESTING.md` §3.6). Connections still come from
+    /// 127.0.0.1, so protected mode and `DEBUG` keep working.
+    pub fn also_bind<I, S>(mut self, addresses: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.also_bind = addresses.into_iter().map(Into::into).collect();
+        self
+    }
+
     /// Use this run folder (created if missing) instead of a fresh one under
     /// [`run::run_root`]. `ql-harness start` uses it to hand its folder to the supervisor.
     pub fn run_dir(mut self, dir: impl Into<PathBuf>) -> Self {
@@ -143,10 +158,15 @@ impl Builder {
             None => run::new_run_dir()?,
         };
         run::write_owner(&run_dir)?;
-        let extra = match self.redis_cluster {
+        let mut extra = match self.redis_cluster {
             Some(_) => crate::redis_cluster::server_args(),
             None => Vec::new(),
         };
+        if !self.also_bind.is_empty() {
+            // A later `bind` replaces the node's default `--bind 127.0.0.1`.
+            extra.extend(["--bind".to_owned(), "127.0.0.1".to_owned()]);
+            extra.extend(self.also_bind.iter().cloned());
+        }
         if self.tls.is_some() && self.redis_cluster.is_some() {
             return Err(io::Error::other(
                 "TLS nodes cannot form a Redis Cluster in the harness",
@@ -230,6 +250,7 @@ impl Cluster {
             run_dir: None,
             redis_cluster: None,
             tls: None,
+            also_bind: Vec::new(),
             node_certs: Vec::new(),
         }
     }
@@ -277,6 +298,12 @@ impl Cluster {
             None => format!("redis://{}", self.addr(i)),
             Some((mode, certs)) => format!("{}/{}", self.bare_url(i), certs.query(*mode)),
         }
+    }
+
+    /// Node `i`'s URL through another of its addresses ([`Builder::also_bind`]):
+    /// `redis://ADDRESS:PORT`.
+    pub fn url_via(&self, i: usize, address: &str) -> String {
+        format!("redis://{address}:{}", self.addr(i).port())
     }
 
     /// Node `i`'s URL without TLS parameters: `redis://` or `rediss://127.0.0.1:PORT`.

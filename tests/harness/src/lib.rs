@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod ctl;
 pub mod history;
 pub mod hostile;
+pub mod netns;
 mod node;
 pub mod proxy;
 pub mod redis_cluster;
