@@ -27,6 +27,7 @@ fn scenario(name: &'static str, must_pass: bool) -> Scenario {
         must_pass,
         cfg: ClientCfg::default(),
         a_ignores_validity: None,
+        a_auto_extends: false,
         secs: 4.5,
         n2_persist: None,
         fenced: false,

@@ -132,6 +132,7 @@ fn scenario(name: &'static str, must_pass: bool) -> Scenario {
         must_pass,
         cfg: ClientCfg::default(),
         a_ignores_validity: None,
+        a_auto_extends: false,
         secs: 4.5,
         n2_persist: None,
         fenced: false,
@@ -222,6 +223,48 @@ fn k3_replies_to_the_workers_dropped() {
             worker_replies_dropped,
             2_000,
         )
+    });
+}
+
+/// A's packets to and from its majority lost at random, `percent` of them, the replies of
+/// its extensions among them.
+fn a_majority_lossy(b: &NsBench, percent: u32) -> Vec<String> {
+    let ports = b.ports(0..3);
+    let lose = format!("numgen random mod 100 < {percent} drop");
+    vec![
+        format!("ip daddr {A_VIEW} tcp dport {ports} {lose}"),
+        format!("ip saddr {A_VIEW} tcp sport {ports} {lose}"),
+    ]
+}
+
+/// An auto-extending holder whose extensions fail (half its packets lost: an extension needs
+/// all three of its nodes, so most runs lose the lock at the first one during the fault): it
+/// must stop working once the validity it has runs out, before its keys expire.
+#[test]
+fn k6_auto_extending_holder_loses_its_extensions() {
+    in_namespace("k6_auto_extending_holder_loses_its_extensions", || {
+        let mut s = scenario(
+            "K6 kernel: A auto-extends (works 2 x ttl), 50 % loss to and from n0-n2, 3 s",
+            true,
+        );
+        s.a_auto_extends = true;
+        s.secs = 6.0;
+        run(s, |b| a_majority_lossy(b, 50), 3_000)
+    });
+}
+
+/// K6 with a fifth of the packets lost: most extensions get through, with replies resent
+/// after the node timeout among them, and A mostly works its whole 2 x ttl.
+#[test]
+fn k7_auto_extending_holder_extends_through_loss() {
+    in_namespace("k7_auto_extending_holder_extends_through_loss", || {
+        let mut s = scenario(
+            "K7 kernel: A auto-extends (works 2 x ttl), 20 % loss to and from n0-n2, 3 s",
+            true,
+        );
+        s.a_auto_extends = true;
+        s.secs = 6.0;
+        run(s, |b| a_majority_lossy(b, 20), 3_000)
     });
 }
 

@@ -188,6 +188,8 @@ pub struct Scenario {
     pub cfg: ClientCfg,
     /// A ignores its validity and works this long (the "ignores validity" mutant).
     pub a_ignores_validity: Option<Duration>,
+    /// A acquires with `auto_extend` and works 2 × ttl while its validity lasts.
+    pub a_auto_extends: bool,
     /// How long the workers contend after A acquired.
     pub secs: f64,
     /// Restart n2 with this persistence before A acquires (an `everysec` node also gets
@@ -226,8 +228,11 @@ pub async fn contend<B: Setup>(
     }
     bench.before_acquire(scenario);
     let lock_opts = || opts().fenced(scenario.fenced);
+    let a_opts = lock_opts()
+        .retry_count(20)
+        .auto_extend(scenario.a_auto_extends);
     let lock = a
-        .acquire_with([RESOURCE], &lock_opts().retry_count(20))
+        .acquire_with([RESOURCE], &a_opts)
         .await
         .expect("A acquires {n0,n1,n2}");
     let a_start = MonoTime::now();
@@ -256,16 +261,18 @@ pub async fn contend<B: Setup>(
         name: "A".into(),
         resource: RESOURCE.into(),
         opts: lock_opts(),
-        hold: scenario
-            .a_ignores_validity
-            .unwrap_or_else(|| lock.remaining().saturating_sub(Duration::from_millis(10))),
+        hold: match (scenario.a_ignores_validity, scenario.a_auto_extends) {
+            (Some(hold), _) => hold,
+            (None, true) => Duration::from_millis(2 * TTL_MS),
+            (None, false) => lock.remaining().saturating_sub(Duration::from_millis(10)),
+        },
         until,
         pause: Duration::ZERO,
         counter,
-        behaviour: if scenario.a_ignores_validity.is_some() {
-            Behaviour::IgnoresValidity
-        } else {
-            Behaviour::Respectful
+        behaviour: match (scenario.a_ignores_validity, scenario.a_auto_extends) {
+            (Some(_), _) => Behaviour::IgnoresValidity,
+            (None, true) => Behaviour::AutoExtends,
+            (None, false) => Behaviour::Respectful,
         },
     };
     workload::hold(&lock, a_start, &a_job, 0, &rec).await;

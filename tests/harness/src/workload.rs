@@ -20,6 +20,10 @@ pub enum Behaviour {
     /// The "ignores validity" mutant: works `hold` regardless and believes it held the lock
     /// until it released it.
     IgnoresValidity,
+    /// Holds a lock acquired with `auto_extend`: works up to `hold` (longer than the ttl) in
+    /// steps while the watchdog keeps its validity ahead, and stops once it runs out; its
+    /// window ends at min(release, the last validity the extensions gave).
+    AutoExtends,
 }
 
 /// One worker's job.
@@ -47,6 +51,8 @@ pub struct Job {
 pub const COUNTER_KEY: &[u8] = b"ql:res:counter";
 /// A respectful holder writes only with at least this much validity left.
 const WRITE_MARGIN: Duration = Duration::from_millis(50);
+/// An auto-extending holder looks at its validity at least this often.
+const STEP: Duration = Duration::from_millis(50);
 
 /// Runs `job` until `job.until`, recording every window in `rec`.
 pub async fn run_worker(client: Client, job: Job, rec: Arc<Recorder>) {
@@ -70,16 +76,12 @@ pub async fn run_worker(client: Client, job: Job, rec: Arc<Recorder>) {
 /// Holds an acquired `lock` (acquired at or before `start`) as `job` says, releases it and
 /// records its window.
 pub async fn hold(lock: &Lock, start: MonoTime, job: &Job, seq: u64, rec: &Recorder) {
-    let work = match job.behaviour {
-        Behaviour::Respectful => job.hold.min(lock.remaining().saturating_sub(WRITE_MARGIN)),
-        Behaviour::IgnoresValidity => job.hold,
-    };
     match job.counter {
         Some(addr) => {
             let before = read_counter(addr).await;
-            tokio::time::sleep(work).await;
+            work(lock, job).await;
             let may_write = match job.behaviour {
-                Behaviour::Respectful => lock.remaining() > WRITE_MARGIN,
+                Behaviour::Respectful | Behaviour::AutoExtends => lock.remaining() > WRITE_MARGIN,
                 Behaviour::IgnoresValidity => true,
             };
             if let (Some(n), true) = (before, may_write) {
@@ -90,16 +92,40 @@ pub async fn hold(lock: &Lock, start: MonoTime, job: &Job, seq: u64, rec: &Recor
                 }
             }
         }
-        None => tokio::time::sleep(work).await,
+        None => work(lock, job).await,
     }
     let release_start = MonoTime::now();
     let _ = lock.release().await;
     let end = match job.behaviour {
-        Behaviour::Respectful => release_start.min(lock_deadline(lock)),
+        Behaviour::Respectful | Behaviour::AutoExtends => release_start.min(lock_deadline(lock)),
         Behaviour::IgnoresValidity => release_start,
     };
     let holder = format!("{}#{seq}/{}", job.name, lock.value());
     rec.window(&job.resource, &holder, start.as_micros(), end.as_micros());
+}
+
+/// The holder's work under `lock`, as its behaviour says.
+async fn work(lock: &Lock, job: &Job) {
+    match job.behaviour {
+        Behaviour::Respectful => {
+            let left = lock.remaining().saturating_sub(WRITE_MARGIN);
+            tokio::time::sleep(job.hold.min(left)).await;
+        }
+        Behaviour::IgnoresValidity => tokio::time::sleep(job.hold).await,
+        Behaviour::AutoExtends => {
+            let until = MonoTime::now() + job.hold;
+            loop {
+                let (now, left) = (
+                    MonoTime::now(),
+                    lock.remaining().saturating_sub(WRITE_MARGIN),
+                );
+                if left.is_zero() || now >= until {
+                    break;
+                }
+                tokio::time::sleep(left.min(until - now).min(STEP)).await;
+            }
+        }
+    }
 }
 
 /// The deadline the library promised. Read after the release it is still the last one set.
