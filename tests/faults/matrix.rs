@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use common::{Bench, ClientCfg, Scenario, Script, blocking, run};
 use quorumlock::{NodeKind, Quarantine};
-use quorumlock_harness::{Mode, Persist};
+use quorumlock_harness::{Cluster, Mode, Partition, Persist, ProxyMesh};
 
 fn scenario(name: &'static str, must_pass: bool) -> Scenario {
     Scenario {
@@ -308,98 +308,49 @@ async fn f7f_the_token_check_refuses_the_client_that_ignores_validity() {
 }
 
 /// P5: four workers, each with its own view through a proxy mesh, while the partition flaps
-/// (cut links are blackholed in one cycle of the four specs, reset in the next) every 300–700 ms between One, Minority, Majority and MajoritiesRing; healed 2.5 s before the
-/// end. Zero overlaps and zero lost updates.
+/// (`common::flapping`: cut links are blackholed in one cycle of the four specs, reset in the
+/// next). Zero overlaps and zero lost updates, and acquisitions resume after the heal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn p5_flapping_partitions_through_a_proxy_mesh() {
-    use quorumlock::MonoTime;
-    use quorumlock_harness::history::{Recorder, Row};
-    use quorumlock_harness::{Cluster, Partition, ProxyMesh};
-    let specs = [
-        Partition::One(2),
-        Partition::Minority,
-        Partition::Majority,
-        Partition::MajoritiesRing,
-    ];
-    let views = ["w0", "w1", "w2", "w3"];
-    let mut row = Row {
-        scenario: "P5 partitions flapping (proxy mesh, 4 views, cut = blackhole / reset)".into(),
-        expect: "MUST-PASS".into(),
-        ..Row::default()
-    };
-    for run in 0..common::runs() {
-        let nodes = blocking(|| Cluster::builder().nodes(5).start()).unwrap();
-        let resource = blocking(|| Cluster::builder().nodes(1).start()).unwrap();
-        let addrs: Vec<_> = (0..5).map(|i| nodes.addr(i)).collect();
-        let mesh = ProxyMesh::new(&addrs, &views).unwrap();
-        let rec = Arc::new(Recorder::new());
-        let t0 = MonoTime::now();
-        let until = t0 + Duration::from_millis(6_000);
-        let mut tasks = Vec::new();
-        for v in views {
-            let client = common::connect(mesh.urls(v), ClientCfg::default()).await;
-            let job = workload::Job {
-                name: v.into(),
-                resource: common::RESOURCE.into(),
-                opts: common::opts(),
-                hold: Duration::from_millis(200),
-                until,
-                pause: Duration::from_millis(15),
-                counter: Some(resource.addr(0)),
-                behaviour: workload::Behaviour::Respectful,
-            };
-            tasks.push(tokio::spawn(workload::run_worker(
-                client,
-                job,
-                Arc::clone(&rec),
-            )));
-        }
-        let mut k = usize::try_from(run).unwrap_or(0);
-        while MonoTime::now() < t0 + Duration::from_millis(3_500) {
-            let cut = if (k / specs.len()).is_multiple_of(2) {
-                Mode::Blackhole
-            } else {
-                Mode::Reset
-            };
-            mesh.partition_with(&specs[k % specs.len()], cut);
-            k += 1;
-            sleep_ms(300 + 100 * (k as u64 % 5)).await;
-        }
-        mesh.heal();
-        let healed = MonoTime::now();
-        for t in tasks {
-            t.await.unwrap();
-        }
-        let after_heal = rec
-            .windows()
-            .iter()
-            .filter(|w| w.start_us > healed.as_micros())
-            .count();
-        let starts: Vec<u64> = rec
-            .windows()
-            .iter()
-            .map(|w| (w.start_us - t0.as_micros()) / 1000)
-            .collect();
-        assert!(
-            after_heal > 0,
-            "acquisitions resume after the heal: {starts:?}"
-        );
-        println!(
-            "P5 run {run}: acquisitions start at {starts:?} ms, {after_heal} after the heal, {} failed attempts",
-            rec.failures()
-        );
-        let counter = resource
-            .command(0, &[b"GET", workload::COUNTER_KEY])
-            .unwrap();
-        let counter: u64 = counter
-            .as_bytes()
-            .and_then(|b| std::str::from_utf8(b).ok()?.parse().ok())
-            .unwrap_or(0);
-        row.add_run(&rec, Some(rec.writes_acked().saturating_sub(counter)));
+    common::flapping(
+        "P5 partitions flapping (proxy mesh, 4 views, cut = blackhole / reset)",
+        || {
+            let nodes = blocking(|| Cluster::builder().nodes(5).start()).unwrap();
+            let addrs: Vec<_> = (0..5).map(|i| nodes.addr(i)).collect();
+            let views: Vec<String> = (0..common::VIEWS).map(|v| format!("w{v}")).collect();
+            let names: Vec<&str> = views.iter().map(String::as_str).collect();
+            let mesh = ProxyMesh::new(&addrs, &names).unwrap();
+            Mesh {
+                mesh,
+                views,
+                _nodes: nodes,
+            }
+        },
+    )
+    .await;
+}
+
+/// P5's links: a proxy per (view, node).
+struct Mesh {
+    mesh: ProxyMesh,
+    views: Vec<String>,
+    /// Kept alive for the run.
+    _nodes: Cluster,
+}
+
+impl common::Links for Mesh {
+    fn urls(&self, view: usize) -> Vec<String> {
+        self.mesh.urls(&self.views[view])
     }
-    row.report();
-    assert_eq!(row.violations, 0, "{row:?}");
-    assert_eq!(row.lost_updates, Some(0), "{row:?}");
+
+    fn cut(&self, spec: &Partition, reset: bool) {
+        let mode = if reset { Mode::Reset } else { Mode::Blackhole };
+        self.mesh.partition_with(spec, mode);
+    }
+
+    fn heal(&self) {
+        self.mesh.heal();
+    }
 }
 
 /// Liveness after requests were discarded on open connections (`REDLOCK.md` §2.7: the next

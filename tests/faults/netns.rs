@@ -22,10 +22,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{ClientCfg, Scenario, ScriptOn, Setup, blocking, contend, judge};
+use common::{ClientCfg, Links, Scenario, ScriptOn, Setup, blocking, contend, judge};
 use quorumlock::MonoTime;
-use quorumlock_harness::Cluster;
 use quorumlock_harness::netns::{self, Filter, Netns};
+use quorumlock_harness::{Cluster, Partition};
 
 /// A's address of every node.
 const A_VIEW: &str = "127.0.0.11";
@@ -281,6 +281,78 @@ fn k4_a_cut_off_holder_that_ignores_validity_is_caught() {
             run(s, a_majority_dropped, 3_000)
         },
     );
+}
+
+/// P5k's links: every node also listens on one address per worker (`127.0.0.31` ...), and a
+/// partition is one rule per view on the destination address.
+struct NsMesh {
+    nodes: Cluster,
+    filter: Filter,
+}
+
+impl NsMesh {
+    fn start() -> NsMesh {
+        let nodes = Cluster::builder()
+            .nodes(5)
+            .also_bind((0..common::VIEWS).map(view_address))
+            .start()
+            .expect("lock nodes");
+        let filter = Filter::new().expect("nft table");
+        filter.heal().expect("nft flush");
+        NsMesh { nodes, filter }
+    }
+}
+
+/// Worker `view`'s address of every node in P5k.
+fn view_address(view: usize) -> String {
+    format!("127.0.0.{}", 31 + view)
+}
+
+impl Links for NsMesh {
+    fn urls(&self, view: usize) -> Vec<String> {
+        (0..5)
+            .map(|i| self.nodes.url_via(i, &view_address(view)))
+            .collect()
+    }
+
+    fn cut(&self, spec: &Partition, reset: bool) {
+        self.heal();
+        let verdict = if reset {
+            "reject with tcp reset"
+        } else {
+            "drop"
+        };
+        for v in 0..common::VIEWS {
+            let name = format!("w{v}");
+            let cut: Vec<String> = (0..5)
+                .filter(|&i| spec.cuts((v, &name), i, 5))
+                .map(|i| self.nodes.addr(i).port().to_string())
+                .collect();
+            if !cut.is_empty() {
+                let (address, ports) = (view_address(v), cut.join(", "));
+                let rule = format!("ip daddr {address} tcp dport {{ {ports} }} {verdict}");
+                self.filter.add(&rule).expect("nft rule");
+            }
+        }
+    }
+
+    fn heal(&self) {
+        self.filter.heal().expect("nft flush");
+    }
+}
+
+/// P5 at the kernel level: the flapping partitions of the proxy mesh as nftables rules, cut
+/// links dropping every packet (SYNs included) in one cycle and answering with resets in the
+/// next.
+#[test]
+fn p5k_flapping_partitions_in_the_kernel() {
+    in_namespace("p5k_flapping_partitions_in_the_kernel", || async {
+        common::flapping(
+            "P5k partitions flapping (nftables, 4 views, cut = drop / reset)",
+            || blocking(NsMesh::start),
+        )
+        .await;
+    });
 }
 
 /// Liveness after the kernel dropped every packet to a majority for 2 s, SYNs included. A

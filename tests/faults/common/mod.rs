@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use quorumlock::{Client, LockOptions, MonoTime, Quarantine};
 use quorumlock_harness::history::{Recorder, Row};
-use quorumlock_harness::{Cluster, FaultProxy, Mode, Persist};
+use quorumlock_harness::{Cluster, FaultProxy, Mode, Partition, Persist};
 
 use crate::workload::{self, Behaviour, Job};
 
@@ -364,4 +364,101 @@ pub async fn n2_kind_for_a_fresh_client(bench: &Bench) -> quorumlock::NodeKind {
     let kind = lock.report().nodes()[2].kind;
     let _ = lock.release().await;
     kind
+}
+
+/// Views (one worker each) of a flapping-partition run.
+pub const VIEWS: usize = 4;
+
+/// The links of a flapping-partition run ([`flapping`]): every worker reaches the nodes
+/// through its own view, which a partition can cut node by node.
+pub trait Links: Send + Sync {
+    /// View `view`'s node URLs.
+    fn urls(&self, view: usize) -> Vec<String>;
+    /// Heals everything, then cuts the links `spec` names: silently, or with resets.
+    fn cut(&self, spec: &Partition, reset: bool);
+    /// Every link works again.
+    fn heal(&self);
+}
+
+/// P5 and P5k: [`VIEWS`] workers, each through its own view of [`Links`] that `start`
+/// makes (with its nodes), while the partition flaps every 300–700 ms for 3.5 s between
+/// `One(2)`, `Minority`, `Majority` and `MajoritiesRing`, cut silently in one cycle of the four
+/// and with resets in the next; healed 2.5 s before the end. Prints the row; asserts zero
+/// overlaps, zero lost updates, and acquisitions after the heal.
+pub async fn flapping<L: Links>(name: &str, mut start: impl FnMut() -> L) -> Row {
+    let specs = [
+        Partition::One(2),
+        Partition::Minority,
+        Partition::Majority,
+        Partition::MajoritiesRing,
+    ];
+    let mut row = Row {
+        scenario: name.into(),
+        expect: "MUST-PASS".into(),
+        ..Row::default()
+    };
+    for run in 0..runs() {
+        let links = start();
+        let resource = blocking(|| Cluster::builder().nodes(1).start()).unwrap();
+        let rec = Arc::new(Recorder::new());
+        let t0 = MonoTime::now();
+        let until = t0 + Duration::from_millis(6_000);
+        let mut tasks = Vec::new();
+        for v in 0..VIEWS {
+            let client = connect(links.urls(v), ClientCfg::default()).await;
+            let job = Job {
+                name: format!("w{v}"),
+                resource: RESOURCE.into(),
+                opts: opts(),
+                hold: Duration::from_millis(200),
+                until,
+                pause: Duration::from_millis(15),
+                counter: Some(resource.addr(0)),
+                behaviour: Behaviour::Respectful,
+            };
+            tasks.push(tokio::spawn(workload::run_worker(
+                client,
+                job,
+                Arc::clone(&rec),
+            )));
+        }
+        let mut k = usize::try_from(run).unwrap_or(0);
+        while MonoTime::now() < t0 + Duration::from_millis(3_500) {
+            let reset = !(k / specs.len()).is_multiple_of(2);
+            blocking(|| links.cut(&specs[k % specs.len()], reset));
+            k += 1;
+            tokio::time::sleep(Duration::from_millis(300 + 100 * (k as u64 % 5))).await;
+        }
+        blocking(|| links.heal());
+        let healed = MonoTime::now();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let after_heal = rec
+            .windows()
+            .iter()
+            .filter(|w| w.start_us > healed.as_micros())
+            .count();
+        let starts: Vec<u64> = rec
+            .windows()
+            .iter()
+            .map(|w| (w.start_us - t0.as_micros()) / 1000)
+            .collect();
+        assert!(
+            after_heal > 0,
+            "acquisitions resume after the heal: {starts:?}"
+        );
+        println!(
+            "{name} run {run}: acquisitions start at {starts:?} ms, {after_heal} after the heal, {} failed attempts",
+            rec.failures()
+        );
+        let lost = rec
+            .writes_acked()
+            .saturating_sub(blocking(|| resource_counter(&resource)));
+        row.add_run(&rec, Some(lost));
+    }
+    row.report();
+    assert_eq!(row.violations, 0, "{row:?}");
+    assert_eq!(row.lost_updates, Some(0), "{row:?}");
+    row
 }

@@ -406,6 +406,20 @@ pub enum Partition {
     },
 }
 
+impl Partition {
+    /// Whether this partition cuts node `node` of `n` from view `view` (its index and name).
+    pub fn cuts(&self, view: (usize, &str), node: usize, n: usize) -> bool {
+        let quorum = n / 2 + 1;
+        match self {
+            Partition::One(k) => node == *k,
+            Partition::Minority => node >= quorum,
+            Partition::Majority => node < quorum,
+            Partition::MajoritiesRing => (node + n - view.0 % n.max(1)) % n.max(1) >= quorum,
+            Partition::Isolate { view: name, nodes } => view.1 == name && nodes.contains(&node),
+        }
+    }
+}
+
 /// One proxy per (view, node): each view is one client's own picture of the cluster, so
 /// partitions can differ per client (`docs/TESTING.md` §3.5).
 #[derive(Debug)]
@@ -464,19 +478,9 @@ impl ProxyMesh {
     pub fn partition_with(&self, spec: &Partition, cut_mode: Mode) {
         self.heal();
         let n = self.proxies.first().map_or(0, Vec::len);
-        let quorum = n / 2 + 1;
         for (v, links) in self.proxies.iter().enumerate() {
             for (i, p) in links.iter().enumerate() {
-                let cut = match spec {
-                    Partition::One(k) => i == *k,
-                    Partition::Minority => i >= quorum,
-                    Partition::Majority => i < quorum,
-                    Partition::MajoritiesRing => (i + n - v % n.max(1)) % n.max(1) >= quorum,
-                    Partition::Isolate { view, nodes } => {
-                        self.names[v] == *view && nodes.contains(&i)
-                    }
-                };
-                if cut {
+                if spec.cuts((v, &self.names[v]), i, n) {
                     p.set(cut_mode);
                 }
             }
