@@ -28,6 +28,7 @@ fn scenario(name: &'static str, must_pass: bool) -> Scenario {
         cfg: ClientCfg::default(),
         a_ignores_validity: None,
         a_auto_extends: false,
+        n2_evicts: false,
         secs: 4.5,
         n2_persist: None,
         fenced: false,
@@ -305,6 +306,65 @@ async fn f7f_the_token_check_refuses_the_client_that_ignores_validity() {
         row.fence_rejections >= 1,
         "the stale holder's write must be refused: {row:?}"
     );
+}
+
+/// Evicts A's key on n2 (which runs `volatile-ttl`, see `Scenario::n2_evicts`): its memory
+/// limit drops to what it uses plus 1 MB, and 32 KB values with a 60 s ttl fill it until the
+/// lock key, whose ttl is the shortest, is gone.
+fn evict_a_on_n2() -> Script {
+    script(|b| async move {
+        blocking(|| {
+            let nodes = b.nodes();
+            let key = nodes.keys(2, "*faults*").expect("KEYS on n2");
+            assert_eq!(key.len(), 1, "A's key on n2: {key:?}");
+            let info = nodes.command(2, &[b"INFO", b"memory"]).expect("INFO");
+            let text = String::from_utf8_lossy(info.as_bytes().unwrap_or_default()).into_owned();
+            let used: u64 = text
+                .lines()
+                .find_map(|l| l.strip_prefix("used_memory:"))
+                .and_then(|v| v.trim().parse().ok())
+                .expect("used_memory");
+            let limit = (used + (1 << 20)).to_string();
+            nodes
+                .command(2, &[b"CONFIG", b"SET", b"maxmemory", limit.as_bytes()])
+                .expect("CONFIG SET maxmemory");
+            let filler = vec![b'x'; 32 << 10];
+            for i in 0..1_000 {
+                let name = format!("filler:{i}");
+                let _ = nodes.command(2, &[b"SET", name.as_bytes(), &filler, b"PX", b"60000"]);
+                if i % 4 == 0 {
+                    let exists = nodes.command(2, &[b"EXISTS", &key[0]]).expect("EXISTS");
+                    if exists.as_int() == Some(0) {
+                        return;
+                    }
+                }
+            }
+            panic!("A's key on n2 was not evicted");
+        });
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn f5_eviction_with_the_check_off() {
+    let mut s = scenario(
+        "F5 n2 volatile-ttl evicts A's key, eviction_check off",
+        false,
+    );
+    s.n2_evicts = true;
+    s.cfg.eviction_check = quorumlock::EvictionCheck::Off;
+    run(s, evict_a_on_n2).await;
+}
+
+/// F5 with the workers' clients at the default `eviction_check = refuse`: they do not count
+/// n2, so A's keys on n0 and n1 keep them out until they expire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn f5r_eviction_refused_by_the_check() {
+    let mut s = scenario(
+        "F5r as F5, the workers refuse n2 (eviction_check refuse)",
+        true,
+    );
+    s.n2_evicts = true;
+    run(s, evict_a_on_n2).await;
 }
 
 /// P5: four workers, each with its own view through a proxy mesh, while the partition flaps

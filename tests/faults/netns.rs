@@ -133,6 +133,7 @@ fn scenario(name: &'static str, must_pass: bool) -> Scenario {
         cfg: ClientCfg::default(),
         a_ignores_validity: None,
         a_auto_extends: false,
+        n2_evicts: false,
         secs: 4.5,
         n2_persist: None,
         fenced: false,

@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use quorumlock::{Client, LockOptions, MonoTime, Quarantine};
+use quorumlock::{Client, EvictionCheck, LockOptions, MonoTime, Quarantine};
 use quorumlock_harness::history::{Recorder, Row};
 use quorumlock_harness::{Cluster, FaultProxy, Mode, Partition, Persist};
 
@@ -142,6 +142,8 @@ pub struct ClientCfg {
     pub quarantine: Quarantine,
     /// `max_ttl` of the workers' clients (with `quarantine_margin` 1 s: Qp = max_ttl + 1 s).
     pub max_ttl: Duration,
+    /// What the workers' clients do with a node whose eviction policy can drop lock keys.
+    pub eviction_check: EvictionCheck,
 }
 
 impl Default for ClientCfg {
@@ -149,6 +151,7 @@ impl Default for ClientCfg {
         ClientCfg {
             quarantine: Quarantine::On,
             max_ttl: Duration::from_secs(3),
+            eviction_check: EvictionCheck::Refuse,
         }
     }
 }
@@ -161,6 +164,7 @@ pub async fn connect(urls: Vec<String>, cfg: ClientCfg) -> Client {
         .max_ttl(cfg.max_ttl)
         .quarantine(cfg.quarantine)
         .quarantine_margin(Duration::from_secs(1))
+        .eviction_check(cfg.eviction_check)
         .connect()
         .await
         .expect("connect")
@@ -190,6 +194,10 @@ pub struct Scenario {
     pub a_ignores_validity: Option<Duration>,
     /// A acquires with `auto_extend` and works 2 × ttl while its validity lasts.
     pub a_auto_extends: bool,
+    /// n2 runs with `maxmemory 100mb` and `maxmemory-policy volatile-ttl` from the start: the
+    /// workers' clients see it (their `eviction_check` decides), A's client does not look
+    /// (`EvictionCheck::Off`), so A can hold n2.
+    pub n2_evicts: bool,
     /// How long the workers contend after A acquired.
     pub secs: f64,
     /// Restart n2 with this persistence before A acquires (an `everysec` node also gets
@@ -210,6 +218,14 @@ pub async fn run_once(scenario: &Scenario, script: Script) -> (Recorder, u64) {
             tokio::time::sleep(qp).await;
         }
     }
+    if scenario.n2_evicts {
+        let nodes = bench.nodes();
+        for (name, value) in [("maxmemory", "100mb"), ("maxmemory-policy", "volatile-ttl")] {
+            nodes
+                .command(2, &[b"CONFIG", b"SET", name.as_bytes(), value.as_bytes()])
+                .expect("CONFIG SET on n2");
+        }
+    }
     contend(bench, scenario, script).await
 }
 
@@ -221,7 +237,15 @@ pub async fn contend<B: Setup>(
     script: ScriptOn<B>,
 ) -> (Recorder, u64) {
     let rec = Arc::new(Recorder::new());
-    let a = connect(bench.a_urls(), scenario.cfg).await;
+    let a_cfg = ClientCfg {
+        eviction_check: if scenario.n2_evicts {
+            EvictionCheck::Off
+        } else {
+            scenario.cfg.eviction_check
+        },
+        ..scenario.cfg
+    };
+    let a = connect(bench.a_urls(), a_cfg).await;
     let mut workers = Vec::new();
     for _ in 0..WORKERS {
         workers.push(connect(bench.worker_urls(), scenario.cfg).await);
