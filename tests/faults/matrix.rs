@@ -17,23 +17,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Bench, ClientCfg, Scenario, Script, blocking, run};
+use common::{Bench, ClientCfg, Script, blocking, run, scenario};
 use quorumlock::{NodeKind, Quarantine};
 use quorumlock_harness::{Cluster, Mode, Partition, Persist, ProxyMesh};
-
-fn scenario(name: &'static str, must_pass: bool) -> Scenario {
-    Scenario {
-        name,
-        must_pass,
-        cfg: ClientCfg::default(),
-        a_ignores_validity: None,
-        a_auto_extends: false,
-        n2_evicts: false,
-        secs: 4.5,
-        n2_persist: None,
-        fenced: false,
-    }
-}
 
 async fn sleep_ms(ms: u64) {
     tokio::time::sleep(Duration::from_millis(ms)).await;

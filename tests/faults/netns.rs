@@ -22,7 +22,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{ClientCfg, Links, Scenario, ScriptOn, Setup, blocking, contend, judge};
+use common::{ClientCfg, Links, Scenario, ScriptOn, Setup, blocking, contend, judge, scenario};
 use quorumlock::MonoTime;
 use quorumlock_harness::netns::{self, Filter, Netns};
 use quorumlock_harness::{Cluster, Partition};
@@ -123,20 +123,6 @@ impl Setup for NsBench {
 
     fn resource_addr(&self) -> SocketAddr {
         self.resource.addr(0)
-    }
-}
-
-fn scenario(name: &'static str, must_pass: bool) -> Scenario {
-    Scenario {
-        name,
-        must_pass,
-        cfg: ClientCfg::default(),
-        a_ignores_validity: None,
-        a_auto_extends: false,
-        n2_evicts: false,
-        secs: 4.5,
-        n2_persist: None,
-        fenced: false,
     }
 }
 

@@ -207,6 +207,22 @@ pub struct Scenario {
     pub fenced: bool,
 }
 
+/// A scenario of the common setup with its defaults: A respectful, no restart, not fenced,
+/// 4.5 s of contention.
+pub fn scenario(name: &'static str, must_pass: bool) -> Scenario {
+    Scenario {
+        name,
+        must_pass,
+        cfg: ClientCfg::default(),
+        a_ignores_validity: None,
+        a_auto_extends: false,
+        n2_evicts: false,
+        secs: 4.5,
+        n2_persist: None,
+        fenced: false,
+    }
+}
+
 /// Runs `scenario` once with `script`, returning the recorder and the number of lost updates.
 pub async fn run_once(scenario: &Scenario, script: Script) -> (Recorder, u64) {
     let bench = Arc::new(blocking(Bench::start));
