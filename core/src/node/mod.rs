@@ -147,7 +147,16 @@ pub(crate) struct Node {
     /// Set once this node refused a release that reads waiter flags (`NOPERM`: an ACL without
     /// `MGET` or the flag keys); its releases then publish every deleted key.
     flagless: std::sync::atomic::AtomicBool,
+    /// Rung by a request that found the node without a connection: the reconnect loop dials
+    /// again soon (at most every [`REDIAL_EVERY`]) instead of sleeping out its backoff.
+    redial: Arc<tokio::sync::Notify>,
 }
+
+/// How often a reconnect loop dials while requests keep finding the node down; without
+/// requests it backs off from 20 ms to 1 s.
+const REDIAL_EVERY: Duration = Duration::from_millis(100);
+/// The longest pause between two dials of a reconnect loop.
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
 impl Node {
     pub(crate) fn new(
@@ -173,6 +182,7 @@ impl Node {
             stats: crate::metrics::NodeStats::default(),
             writes: writes::Writes::default(),
             flagless: std::sync::atomic::AtomicBool::new(false),
+            redial: Arc::new(tokio::sync::Notify::new()),
         })
     }
 
@@ -258,16 +268,26 @@ impl Node {
                 State::Down { reconnecting, .. } => *reconnecting = true,
             }
         }
-        let weak = self.me.clone();
+        let (weak, redial) = (self.me.clone(), self.redial.clone());
         self.runtime.spawn(async move {
             let mut backoff = Duration::from_millis(20);
             loop {
-                tokio::time::sleep(backoff).await;
+                let since = MonoTime::now();
+                tokio::select! {
+                    () = tokio::time::sleep(backoff) => {}
+                    () = redial.notified() => {
+                        // A caller needs the node: dial at most every REDIAL_EVERY, never
+                        // later than the backoff.
+                        let waited = MonoTime::now() - since;
+                        let pause = REDIAL_EVERY.min(backoff).saturating_sub(waited);
+                        tokio::time::sleep(pause).await;
+                    }
+                }
                 let Some(node) = weak.upgrade() else { return };
                 if node.connect_once().await {
                     return;
                 }
-                backoff = (backoff * 2).min(Duration::from_secs(1));
+                backoff = (backoff * 2).min(MAX_BACKOFF);
             }
         });
     }
@@ -366,6 +386,7 @@ impl Node {
         let link = match &*lock(&self.state) {
             State::Up(link) => link.clone(),
             State::Down { last, .. } => {
+                self.redial.notify_one();
                 return Err(match last {
                     // Keep the real cause (refused, auth, ...) visible in reports.
                     Some((kind, text)) => (*kind, format!("not connected: {text}")),

@@ -57,16 +57,20 @@ impl Netns {
     }
 
     /// Runs test `test` of this test binary inside the namespace (`--exact --nocapture`,
-    /// one thread), with [`ENV`] set; its output goes to this process's.
+    /// one thread), with [`ENV`] set. Its output is printed through `print!` and `eprint!`,
+    /// so the calling test's harness captures it as it captures its own.
     pub fn run_test(&self, test: &str) -> io::Result<ExitStatus> {
         let exe = std::env::current_exe()?;
-        Command::new("ip")
+        let out = Command::new("ip")
             .args(["netns", "exec", &self.name, "env"])
             .arg(format!("{ENV}={}", self.name))
             .arg(exe)
             .args([test, "--exact", "--nocapture", "--test-threads=1"])
             .stdin(Stdio::null())
-            .status()
+            .output()?;
+        print!("{}", String::from_utf8_lossy(&out.stdout));
+        eprint!("{}", String::from_utf8_lossy(&out.stderr));
+        Ok(out.status)
     }
 }
 
