@@ -78,23 +78,38 @@ async fn p4k_minority_killed() {
             "P4k minority killed (n2,n3 kill -9, back after 1.5 s)",
             true,
         ),
-        || {
-            script(|b| async move {
-                blocking(|| {
-                    let mut nodes = b.nodes();
-                    nodes.kill(2);
-                    nodes.kill(3);
-                });
-                sleep_ms(1_500).await;
-                blocking(|| {
-                    let mut nodes = b.nodes();
-                    nodes.restart(2, Persist::Always).unwrap();
-                    nodes.restart(3, Persist::Always).unwrap();
-                });
-            })
-        },
+        kill_n2_n3,
     )
     .await;
+}
+
+/// Kills n2 and n3 and restarts them, durable, 1.5 s later.
+fn kill_n2_n3() -> Script {
+    script(|b| async move {
+        blocking(|| {
+            let mut nodes = b.nodes();
+            nodes.kill(2);
+            nodes.kill(3);
+        });
+        sleep_ms(1_500).await;
+        blocking(|| {
+            let mut nodes = b.nodes();
+            nodes.restart(2, Persist::Always).unwrap();
+            nodes.restart(3, Persist::Always).unwrap();
+        });
+    })
+}
+
+/// P4k with fenced locks: phase 2 raises the counters of the nodes that come back, and the
+/// tokens increase (G1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn p4kf_fenced_tokens_increase_while_a_minority_is_killed() {
+    let mut s = scenario(
+        "P4kf as P4k (minority killed), fenced: tokens increase",
+        true,
+    );
+    s.fenced = true;
+    run(s, kill_n2_n3).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -170,6 +185,18 @@ fn crash_n2(persist: Persist, lose_tail: bool, expect_quarantined: Option<bool>)
 async fn p3q_non_durable_restart_with_quarantine() {
     let mut s = scenario("P3q immediate restart, no persistence, quarantine on", true);
     s.cfg.quarantine = Quarantine::On;
+    run(s, || crash_n2(Persist::None, false, Some(true))).await;
+}
+
+/// P3q with fenced locks: the restarted n2 comes back without its counters, and the tokens
+/// must still increase (G2: the quarantine and the time floor, REDLOCK.md §7.7).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn p3qf_fenced_tokens_increase_across_a_non_durable_restart() {
+    let mut s = scenario(
+        "P3qf as P3q (no persistence, quarantine on), fenced: tokens increase",
+        true,
+    );
+    s.fenced = true;
     run(s, || crash_n2(Persist::None, false, Some(true))).await;
 }
 

@@ -188,6 +188,20 @@ fn k1_random_loss_on_every_node() {
     });
 }
 
+/// K1 with fenced locks: phase 2's raises go over the same lossy links, and the tokens
+/// increase (G1).
+#[test]
+fn k1f_fenced_tokens_increase_under_random_loss() {
+    in_namespace("k1f_fenced_tokens_increase_under_random_loss", || {
+        let mut s = scenario(
+            "K1f as K1 (30 % random loss), fenced: tokens increase",
+            true,
+        );
+        s.fenced = true;
+        run(s, random_loss, 3_000)
+    });
+}
+
 #[test]
 fn k2_holders_majority_dropped() {
     in_namespace("k2_holders_majority_dropped", || {

@@ -366,12 +366,39 @@ where
                 v.overlap_us / 1000
             ));
         }
+        for r in rec.token_regressions().iter().take(3) {
+            details.push(format!(
+                "  token {} of {} (from {}) then {} of {} (from {})",
+                r.earlier.token,
+                r.earlier.holder,
+                r.earlier.start_us,
+                r.later.token,
+                r.later.holder,
+                r.later.start_us
+            ));
+        }
         row.add_run(&rec, Some(lost));
     }
     row.report();
     let detail = details.join("\n");
+    if scenario.fenced {
+        assert!(
+            row.fenced > 0,
+            "{}: no fenced holder recorded",
+            scenario.name
+        );
+        println!(
+            "{}: {} fenced holders, {} token regressions",
+            scenario.name, row.fenced, row.token_regressions
+        );
+    }
     if scenario.must_pass {
         assert_eq!(row.violations, 0, "{}: overlaps\n{detail}", scenario.name);
+        assert_eq!(
+            row.token_regressions, 0,
+            "{}: fencing tokens did not increase with the windows\n{detail}",
+            scenario.name
+        );
         assert_eq!(row.lost_updates, Some(0), "{}: lost updates", scenario.name);
         assert!(
             row.acquisitions > row.runs,

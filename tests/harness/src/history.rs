@@ -17,6 +17,30 @@ pub struct Recorder {
     failures: AtomicU64,
     writes_acked: AtomicU64,
     fence_rejections: AtomicU64,
+    tokens: Mutex<Vec<Token>>,
+}
+
+/// A fenced holder's token and the start of its window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Token {
+    /// The locked resource.
+    pub resource: String,
+    /// Who held it.
+    pub holder: String,
+    /// When its window started.
+    pub start_us: u64,
+    /// Its fencing token.
+    pub token: u64,
+}
+
+/// Two fenced holders of one resource whose tokens do not increase with their windows (G1,
+/// `docs/REDLOCK.md` §7.1): `later` started after `earlier` but its token is not larger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRegression {
+    /// The holder whose window started first.
+    pub earlier: Token,
+    /// The holder that started next on the same resource.
+    pub later: Token,
 }
 
 impl Recorder {
@@ -39,6 +63,47 @@ impl Recorder {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(w);
+    }
+
+    /// Records a fenced holder's `token` for its window on `resource` starting at `start_us`.
+    pub fn token(&self, resource: &str, holder: &str, start_us: u64, token: u64) {
+        let t = Token {
+            resource: resource.to_string(),
+            holder: holder.to_string(),
+            start_us,
+            token,
+        };
+        self.tokens
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(t);
+    }
+
+    /// Fenced holders recorded so far.
+    pub fn fenced(&self) -> u64 {
+        let n = self.tokens.lock().unwrap_or_else(|e| e.into_inner()).len();
+        u64::try_from(n).unwrap_or(u64::MAX)
+    }
+
+    /// The token oracle (G1): on each resource, ordered by the start of their windows, every
+    /// fenced holder got a larger token than the one before it. Where windows do not overlap
+    /// (mutual exclusion held), that order is the order in which the acquisitions were
+    /// decided. Returns each consecutive pair that breaks it.
+    pub fn token_regressions(&self) -> Vec<TokenRegression> {
+        let mut tokens = self
+            .tokens
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        tokens.sort_by(|a, b| (&a.resource, a.start_us).cmp(&(&b.resource, b.start_us)));
+        tokens
+            .windows(2)
+            .filter(|p| p[0].resource == p[1].resource && p[1].token <= p[0].token)
+            .map(|p| TokenRegression {
+                earlier: p[0].clone(),
+                later: p[1].clone(),
+            })
+            .collect()
     }
 
     /// Counts a failed acquisition attempt.
@@ -122,6 +187,11 @@ pub struct Row {
     pub lost_updates: Option<u64>,
     /// Resource writes refused by the fencing-token check (fenced scenarios only).
     pub fence_rejections: u64,
+    /// Fenced holders over all runs (not in the table's line).
+    pub fenced: u64,
+    /// Consecutive fenced holders whose tokens did not increase (the token oracle; not in
+    /// the table's line).
+    pub token_regressions: u64,
 }
 
 impl Row {
@@ -137,6 +207,9 @@ impl Row {
             self.lost_updates = Some(self.lost_updates.unwrap_or(0) + n);
         }
         self.fence_rejections += rec.fence_rejections();
+        self.fenced += rec.fenced();
+        let regressions = rec.token_regressions().len();
+        self.token_regressions += u64::try_from(regressions).unwrap_or(u64::MAX);
     }
 
     /// `| scenario | expect | runs | acquisitions | violations | max overlap ms | lost updates |
@@ -198,5 +271,33 @@ mod tests {
         assert_eq!(row.violations, 1);
         assert_eq!(row.max_overlap_us, 600_000);
         assert_eq!(row.line(), "| x | MUST-FAIL | 2 | 3 | 1 | 600 | 3 | 0 |");
+    }
+
+    #[test]
+    fn the_token_oracle_flags_tokens_that_do_not_increase_with_the_windows() {
+        let rec = Recorder::new();
+        rec.token("r", "a", 100, 7);
+        rec.token("r", "c", 300, 9);
+        rec.token("r", "b", 200, 8);
+        rec.token("other", "x", 150, 1);
+        assert!(rec.token_regressions().is_empty(), "in order per resource");
+        rec.token("r", "stale", 400, 9);
+        rec.token("r", "back", 500, 3);
+        let found: Vec<(String, String)> = rec
+            .token_regressions()
+            .into_iter()
+            .map(|r| (r.earlier.holder, r.later.holder))
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                ("c".into(), "stale".into()),
+                ("stale".into(), "back".into())
+            ],
+            "an equal token and a smaller one are both caught"
+        );
+        let mut row = Row::default();
+        row.add_run(&rec, None);
+        assert_eq!((row.fenced, row.token_regressions), (6, 2));
     }
 }

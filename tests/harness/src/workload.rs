@@ -102,6 +102,9 @@ pub async fn hold(lock: &Lock, start: MonoTime, job: &Job, seq: u64, rec: &Recor
     };
     let holder = format!("{}#{seq}/{}", job.name, lock.value());
     rec.window(&job.resource, &holder, start.as_micros(), end.as_micros());
+    if let Some(token) = lock.token() {
+        rec.token(&job.resource, &holder, start.as_micros(), token);
+    }
 }
 
 /// The holder's work under `lock`, as its behaviour says.
