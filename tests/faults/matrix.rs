@@ -17,7 +17,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Bench, ClientCfg, Script, blocking, run, scenario};
+use common::{Bench, ClientCfg, Script, Setup, blocking, run, scenario};
 use quorumlock::{NodeKind, Quarantine};
 use quorumlock_harness::{Cluster, Mode, Partition, Persist, ProxyMesh};
 
@@ -509,5 +509,124 @@ async fn a_waiting_caller_gets_a_healed_node_back_without_the_full_backoff() {
     assert!(
         took < Duration::from_millis(400),
         "the reconnect waited out its backoff: {took:?} after the heal"
+    );
+}
+
+/// P14, Kleppmann's delayed reply ("Is Redlock safe?"): A's replies from n0–n2 are held by
+/// private proxies for `delay` while A waits for them (node timeout 3 s); its `SET`s were
+/// applied at once. Past the ttl the keys expire before A hears of them, the workers take the
+/// lock, and A must be refused (`ValidityTooShort`); below it, A may hold only what is left
+/// of its validity. Either way no window may overlap. Returns A's outcome.
+async fn delayed_reply(
+    name: &'static str,
+    delay: Duration,
+) -> Result<Duration, quorumlock::ErrorKind> {
+    use quorumlock::MonoTime;
+    use quorumlock_harness::FaultProxy;
+    use quorumlock_harness::history::{Recorder, Row};
+    let bench = Arc::new(blocking(Bench::start));
+    let a_links: Vec<FaultProxy> = (0..3)
+        .map(|i| FaultProxy::start(bench.nodes().addr(i)).unwrap())
+        .collect();
+    let mut urls: Vec<String> = a_links.iter().map(FaultProxy::url).collect();
+    urls.extend(bench.a_cut.iter().map(FaultProxy::url));
+    let a = common::connect(urls, ClientCfg::default()).await;
+    let rec = Arc::new(Recorder::new());
+    let start = MonoTime::now();
+    let until = start + Duration::from_millis(4_500);
+    let mut tasks = Vec::new();
+    for k in 0..common::WORKERS {
+        let client = common::connect(bench.worker_urls(), ClientCfg::default()).await;
+        let job = workload::Job {
+            name: format!("w{k}"),
+            resource: common::RESOURCE.into(),
+            opts: common::opts(),
+            hold: Duration::from_millis(300),
+            until,
+            pause: Duration::from_millis(15),
+            counter: Some(bench.resource.addr(0)),
+            behaviour: workload::Behaviour::Respectful,
+        };
+        tasks.push((job, client));
+    }
+    for p in &a_links {
+        p.set(Mode::Delay {
+            c2s: Duration::ZERO,
+            s2c: delay,
+        });
+    }
+    let a_opts = common::opts().node_timeout(Duration::from_secs(3));
+    let acquiring = {
+        let opts = a_opts.clone();
+        tokio::spawn(async move { a.acquire_with([common::RESOURCE], &opts).await })
+    };
+    // The workers start once A's requests are on their way.
+    sleep_ms(20).await;
+    let tasks: Vec<_> = tasks
+        .into_iter()
+        .map(|(job, client)| tokio::spawn(workload::run_worker(client, job, Arc::clone(&rec))))
+        .collect();
+    let outcome = match acquiring.await.unwrap() {
+        Ok(lock) => {
+            let job = workload::Job {
+                name: "A".into(),
+                resource: common::RESOURCE.into(),
+                opts: a_opts,
+                hold: Duration::from_secs(2),
+                until,
+                pause: Duration::ZERO,
+                counter: Some(bench.resource.addr(0)),
+                behaviour: workload::Behaviour::Respectful,
+            };
+            let left = lock.remaining();
+            workload::hold(&lock, MonoTime::now(), &job, 0, &rec).await;
+            Ok(left)
+        }
+        Err(e) => {
+            println!("{name}: A refused: {e}");
+            Err(e.kind())
+        }
+    };
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let mut row = Row {
+        scenario: name.into(),
+        expect: "MUST-PASS".into(),
+        ..Row::default()
+    };
+    let lost = rec
+        .writes_acked()
+        .saturating_sub(blocking(|| bench.counter()));
+    row.add_run(&rec, Some(lost));
+    row.report();
+    assert_eq!(row.violations, 0, "{row:?}: {:?}", rec.violations());
+    assert_eq!(row.lost_updates, Some(0), "{row:?}");
+    assert!(row.acquisitions > 1, "the workers acquired: {row:?}");
+    println!("{name}: A's outcome {outcome:?}");
+    outcome
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn p14_replies_held_past_the_ttl_are_refused() {
+    let outcome = delayed_reply(
+        "P14 A's replies held 2.5 s (ttl 2 s): refused",
+        Duration::from_millis(2_500),
+    )
+    .await;
+    assert_eq!(outcome, Err(quorumlock::ErrorKind::ValidityTooShort));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn p14_replies_held_for_most_of_the_ttl_leave_a_short_validity() {
+    let outcome = delayed_reply(
+        "P14 A's replies held 1.5 s (ttl 2 s): what is left",
+        Duration::from_millis(1_500),
+    )
+    .await;
+    let left = outcome.expect("0.5 s minus the drift is above min_validity (ttl / 10)");
+    assert!(
+        left < Duration::from_millis(500),
+        "validity counts from before the requests: {left:?}"
     );
 }
