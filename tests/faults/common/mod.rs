@@ -366,6 +366,11 @@ where
                 v.overlap_us / 1000
             ));
         }
+        if scenario.must_pass
+            && (!rec.violations().is_empty() || !rec.token_regressions().is_empty())
+        {
+            details.push(format!("  history: {}", save_history(scenario.name, &rec)));
+        }
         for r in rec.token_regressions().iter().take(3) {
             details.push(format!(
                 "  token {} of {} (from {}) then {} of {} (from {})",
@@ -418,6 +423,24 @@ where
         );
     }
     row
+}
+
+/// Saves a failing run's history under `<run root>/histories/` (the sweep leaves that folder
+/// alone) for `ql-harness check`; returns the path, or why it could not be written.
+pub fn save_history(scenario: &str, rec: &Recorder) -> String {
+    static SAVED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let dir = quorumlock_harness::run::run_root().join("histories");
+    let slug: String = scenario
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .take(40)
+        .collect();
+    let n = SAVED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = dir.join(format!("{slug}-{}-{n}.jsonl", std::process::id()));
+    match std::fs::create_dir_all(&dir).and_then(|()| rec.write_jsonl(&path)) {
+        Ok(()) => path.display().to_string(),
+        Err(e) => format!("not saved ({}: {e})", path.display()),
+    }
 }
 
 /// Connects a fresh client with the quarantine on and returns node 2's kind in the report of

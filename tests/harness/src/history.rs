@@ -154,17 +154,65 @@ impl Recorder {
         checker::check(&self.windows())
     }
 
-    /// Writes the windows as JSON lines (`{"resource","holder","start_us","end_us"}`).
+    /// Writes the windows as JSON lines (`{"resource","holder","start_us","end_us"}`, with
+    /// `"token"` for a fenced holder), in the order they were recorded.
     pub fn write_jsonl(&self, path: &Path) -> std::io::Result<()> {
+        let tokens = self
+            .tokens
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
         for w in self.windows() {
-            let line = serde_json::json!({
+            let mut line = serde_json::json!({
                 "resource": w.resource, "holder": w.holder,
                 "start_us": w.start_us, "end_us": w.end_us,
             });
+            let token = tokens.iter().find(|t| {
+                t.resource == w.resource && t.holder == w.holder && t.start_us == w.start_us
+            });
+            if let Some(t) = token {
+                line["token"] = t.token.into();
+            }
             writeln!(f, "{line}")?;
         }
         f.flush()
+    }
+
+    /// A recorder holding the windows (and tokens) of a file [`write_jsonl`](Self::write_jsonl)
+    /// wrote, for `ql-harness check`.
+    pub fn read_jsonl(path: &Path) -> std::io::Result<Recorder> {
+        let rec = Recorder::new();
+        let text = std::fs::read_to_string(path)?;
+        for (n, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let bad = |what: &str| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("{}:{}: {what}", path.display(), n + 1),
+                )
+            };
+            let v: serde_json::Value =
+                serde_json::from_str(line).map_err(|e| bad(&e.to_string()))?;
+            let text = |k: &str| {
+                v[k].as_str()
+                    .ok_or_else(|| bad(&format!("no string {k:?}")))
+            };
+            let number = |k: &str| {
+                v[k].as_u64()
+                    .ok_or_else(|| bad(&format!("no number {k:?}")))
+            };
+            let (resource, holder) = (text("resource")?, text("holder")?);
+            let start = number("start_us")?;
+            rec.window(resource, holder, start, number("end_us")?);
+            if v.get("token").is_some() {
+                rec.token(resource, holder, start, number("token")?);
+            }
+        }
+        Ok(rec)
     }
 }
 
@@ -271,6 +319,31 @@ mod tests {
         assert_eq!(row.violations, 1);
         assert_eq!(row.max_overlap_us, 600_000);
         assert_eq!(row.line(), "| x | MUST-FAIL | 2 | 3 | 1 | 600 | 3 | 0 |");
+    }
+
+    #[test]
+    fn a_history_survives_its_file() {
+        let rec = Recorder::new();
+        rec.window("r", "a#1/v1", 0, 1_000);
+        rec.token("r", "a#1/v1", 0, 7);
+        rec.window("r", "b#1/v2", 500, 2_000);
+        rec.window("r", "c#1/v3", 2_000, 2_500);
+        rec.token("r", "c#1/v3", 2_000, 5);
+        let path = std::env::temp_dir().join(format!("ql-history-{}.jsonl", std::process::id()));
+        rec.write_jsonl(&path).unwrap();
+        let back = Recorder::read_jsonl(&path).unwrap();
+        std::fs::write(&path, "{\"resource\":\"r\"}\n").unwrap();
+        let broken = Recorder::read_jsonl(&path).unwrap_err();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(back.windows(), rec.windows());
+        assert_eq!(back.violations(), rec.violations());
+        assert_eq!(back.violations().len(), 1);
+        assert_eq!(back.token_regressions(), rec.token_regressions());
+        assert_eq!(back.token_regressions().len(), 1);
+        assert!(
+            broken.to_string().contains(":1: no string \"holder\""),
+            "{broken}"
+        );
     }
 
     #[test]

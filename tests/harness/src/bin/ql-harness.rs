@@ -65,6 +65,14 @@ enum Cmd {
         #[arg(last = true, required = true)]
         command: Vec<OsString>,
     },
+    /// Check saved histories (JSON lines of windows, as the fault tests save them): print
+    /// each overlap and each fencing token that did not increase as a JSON line; exit 1 if
+    /// any.
+    Check {
+        /// History files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
     /// Kill orphaned nodes of runs whose owner died and delete their folders.
     Gc {
         /// Also delete folders kept for inspection (failed tests, QL_KEEP_RUNS=1).
@@ -139,6 +147,41 @@ struct StartArgs {
     max_lifetime: u64,
 }
 
+/// `ql-harness check`: the overlap checker and the token oracle over saved histories.
+fn check(files: &[PathBuf]) -> io::Result<ExitCode> {
+    let mut out = io::stdout().lock();
+    let mut found = 0usize;
+    for file in files {
+        let rec = quorumlock_harness::history::Recorder::read_jsonl(file)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", file.display())))?;
+        for v in rec.violations() {
+            found += 1;
+            let line = json!({"file": file, "overlap": {
+                "resource": v.resource, "overlap_us": v.overlap_us,
+                "a": {"holder": v.a.holder, "start_us": v.a.start_us, "end_us": v.a.end_us},
+                "b": {"holder": v.b.holder, "start_us": v.b.start_us, "end_us": v.b.end_us},
+            }});
+            writeln!(out, "{line}")?;
+        }
+        for r in rec.token_regressions() {
+            found += 1;
+            let line = json!({"file": file, "token_regression": {
+                "resource": r.earlier.resource,
+                "earlier": {"holder": r.earlier.holder, "start_us": r.earlier.start_us, "token": r.earlier.token},
+                "later": {"holder": r.later.holder, "start_us": r.later.start_us, "token": r.later.token},
+            }});
+            writeln!(out, "{line}")?;
+        }
+        let windows = rec.windows().len();
+        eprintln!("{}: {windows} windows checked", file.display());
+    }
+    Ok(if found == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
 fn main() -> ExitCode {
     let result = match Cli::parse().cmd {
         Cmd::Start(args) => start(&args),
@@ -150,6 +193,7 @@ fn main() -> ExitCode {
         Cmd::Ctl { run_dir, json } => ctl_cmd(&run_dir, &json),
         Cmd::Stop { run_dir } => stop(&run_dir),
         Cmd::Exec { cluster, command } => exec(&cluster, &command),
+        Cmd::Check { files } => check(&files),
         Cmd::Gc { kept } => {
             let r = run::sweep(kept);
             let line =
