@@ -124,6 +124,10 @@ impl Setup for NsBench {
     fn resource_addr(&self) -> SocketAddr {
         self.resource.addr(0)
     }
+
+    fn leftovers(&self) -> Vec<common::Leftover> {
+        common::leftovers_on(&self.nodes)
+    }
 }
 
 /// A fault: `rules` (given the bench, to name ports) for `ms`, then healed.

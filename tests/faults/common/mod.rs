@@ -91,6 +91,8 @@ pub trait Setup: Send + Sync + 'static {
     fn counter(&self) -> u64;
     /// The resource node's address.
     fn resource_addr(&self) -> std::net::SocketAddr;
+    /// The lock keys of [`RESOURCE`] left on the lock nodes ([`leftovers_on`]).
+    fn leftovers(&self) -> Vec<Leftover>;
     /// Called once the clients are connected, right before A acquires.
     fn before_acquire(&self, _scenario: &Scenario) {}
 }
@@ -116,12 +118,49 @@ impl Setup for Bench {
         self.resource.addr(0)
     }
 
+    fn leftovers(&self) -> Vec<Leftover> {
+        leftovers_on(&self.nodes())
+    }
+
     /// An `everysec` n2 marks what it has fsynced right before A's acquire.
     fn before_acquire(&self, scenario: &Scenario) {
         if scenario.n2_persist == Some(Persist::Everysec) {
             blocking(|| self.nodes().mark_fsync(2)).expect("mark_fsync n2");
         }
     }
+}
+
+/// A lock key left on a node after a run, with its `PTTL` (-1: no expiry).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leftover {
+    /// The node.
+    pub node: usize,
+    /// The key.
+    pub key: String,
+    /// Its remaining time to live in ms, as `PTTL` answers.
+    pub pttl: i64,
+}
+
+/// The keys of [`RESOURCE`]'s lock on every running node of `nodes`, without its fencing
+/// counters (which keep no ttl unless `fence_counter_ttl` is set): the lock key and its
+/// waiter flag.
+pub fn leftovers_on(nodes: &Cluster) -> Vec<Leftover> {
+    let mut left = Vec::new();
+    for node in (0..nodes.len()).filter(|&i| nodes.is_running(i)) {
+        let Ok(keys) = nodes.keys(node, &format!("*{{{RESOURCE}}}*")) else {
+            continue;
+        };
+        for key in keys.into_iter().filter(|k| !k.ends_with(b":fence")) {
+            let pttl = nodes
+                .command(node, &[b"PTTL", &key])
+                .ok()
+                .and_then(|r| r.as_int())
+                .unwrap_or(-2);
+            let key = String::from_utf8_lossy(&key).into_owned();
+            left.push(Leftover { node, key, pttl });
+        }
+    }
+    left
 }
 
 /// The counter on the resource node `resource`.
@@ -194,6 +233,9 @@ pub struct Scenario {
     pub a_ignores_validity: Option<Duration>,
     /// A acquires with `auto_extend` and works 2 × ttl while its validity lasts.
     pub a_auto_extends: bool,
+    /// No fault: once every holder released, no lock key may be left on any node (failed
+    /// attempts cleaned up; their waiter flags may linger until they expire).
+    pub clean_end: bool,
     /// n2 runs with `maxmemory 100mb` and `maxmemory-policy volatile-ttl` from the start: the
     /// workers' clients see it (their `eviction_check` decides), A's client does not look
     /// (`EvictionCheck::Off`), so A can hold n2.
@@ -216,6 +258,7 @@ pub fn scenario(name: &'static str, must_pass: bool) -> Scenario {
         cfg: ClientCfg::default(),
         a_ignores_validity: None,
         a_auto_extends: false,
+        clean_end: false,
         n2_evicts: false,
         secs: 4.5,
         n2_persist: None,
@@ -320,6 +363,21 @@ pub async fn contend<B: Setup>(
         t.await.expect("worker");
     }
     fault.await.expect("fault script");
+    let left = blocking(|| bench.leftovers());
+    let forever: Vec<&Leftover> = left.iter().filter(|l| l.pttl == -1).collect();
+    assert!(
+        forever.is_empty(),
+        "{}: lock keys without a ttl: {forever:?}",
+        scenario.name
+    );
+    if scenario.clean_end {
+        let locks: Vec<&Leftover> = left.iter().filter(|l| !l.key.ends_with(":w")).collect();
+        assert!(
+            locks.is_empty(),
+            "{}: every holder released and every failed attempt cleaned, yet lock keys are left: {locks:?}",
+            scenario.name
+        );
+    }
     let lost = rec
         .writes_acked()
         .saturating_sub(blocking(|| bench.counter()));
