@@ -440,13 +440,7 @@ async fn a_client_recovers_after_a_blackhole_heals() {
         .collect();
     let urls: Vec<String> = ps.iter().map(|p| p.url()).collect();
     let client = common::connect(urls, ClientCfg::default()).await;
-    client
-        .acquire_with(["x"], &common::opts())
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    common::lock_once(&client, "x", &common::opts()).await;
     for p in &ps {
         p.set(Mode::Blackhole);
     }
@@ -480,13 +474,7 @@ async fn a_waiting_caller_gets_a_healed_node_back_without_the_full_backoff() {
     let urls: Vec<String> = ps.iter().map(|p| p.url()).collect();
     let client = common::connect(urls, ClientCfg::default()).await;
     let opts = common::opts();
-    client
-        .acquire_with(["x"], &opts)
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    common::lock_once(&client, "x", &opts).await;
     for p in &ps[..2] {
         p.set(Mode::Reset);
     }

@@ -373,13 +373,7 @@ fn k5_clients_acquire_soon_after_dropped_syns_heal() {
             let b = blocking(NsBench::start);
             let opts = common::opts();
             let before = common::connect(b.worker_urls(), ClientCfg::default()).await;
-            before
-                .acquire_with(["x"], &opts)
-                .await
-                .unwrap()
-                .release()
-                .await
-                .unwrap();
+            common::lock_once(&before, "x", &opts).await;
             blocking(|| {
                 b.rule(&format!(
                     "ip daddr {W_VIEW} tcp dport {} drop",

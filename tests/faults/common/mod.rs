@@ -209,6 +209,15 @@ pub async fn connect(urls: Vec<String>, cfg: ClientCfg) -> Client {
         .expect("connect")
 }
 
+/// Acquires `resource` once with `opts` and releases it; panics if either fails.
+pub async fn lock_once(client: &Client, resource: &str, opts: &LockOptions) {
+    let lock = client
+        .acquire_with([resource], opts)
+        .await
+        .expect("acquire");
+    lock.release().await.expect("release");
+}
+
 /// Runs a blocking harness call (kill, restart, SIGSTOP) from async code.
 pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
     tokio::task::block_in_place(f)
