@@ -1,4 +1,4 @@
-//! Kernel partitions (`docs/TESTING.md` §3.6): the scenarios of the matrix's common setup
+//! Kernel partitions (`docs/TESTING.md` §3.7): the scenarios of the matrix's common setup
 //! with faults made by nftables rules in a network namespace instead of proxies, for what a
 //! proxy cannot do: packets lost one by one (TCP retransmits them, so replies arrive hundreds
 //! of milliseconds late, after the node timeout), connection attempts whose SYN is dropped

@@ -126,7 +126,7 @@ impl Builder {
 
     /// Every node also listens on these loopback addresses (`127.0.0.11`, say): inside a
     /// network namespace each client can then reach a node through its own address, which
-    /// kernel rules cut one by one (`docs/TESTING.md` §3.6). Connections still come from
+    /// kernel rules cut one by one (`docs/TESTING.md` §3.7). Connections still come from
     /// 127.0.0.1, so protected mode and `DEBUG` keep working.
     pub fn also_bind<I, S>(mut self, addresses: I) -> Self
     where

@@ -1,4 +1,4 @@
-//! Kernel partitions (`docs/TESTING.md` §3.6): a network namespace that a test creates, runs
+//! Kernel partitions (`docs/TESTING.md` §3.7): a network namespace that a test creates, runs
 //! itself in, and cuts with nftables rules. Root only; without root, `ip netns` or `nft` the
 //! test skips with a line that says why.
 //!
@@ -20,8 +20,25 @@ pub const ENV: &str = "QL_NETNS";
 static NEXT: AtomicUsize = AtomicUsize::new(1);
 
 /// Whether this process runs inside a namespace made by [`Netns::run_test`].
+///
+/// # Panics
+/// When [`ENV`] is set but `ip netns identify` does not place this process in the namespace
+/// it names (say, in the host's): the test would otherwise put its nftables rules there.
 pub fn inside() -> bool {
-    std::env::var_os(ENV).is_some()
+    let Some(name) = std::env::var_os(ENV) else {
+        return false;
+    };
+    let pid = std::process::id().to_string();
+    let here = Command::new("ip")
+        .args(["netns", "identify", &pid])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    assert!(
+        here == name.to_string_lossy(),
+        "{ENV}={name:?} is set, but this process is in the network namespace {here:?}; unset it"
+    );
+    true
 }
 
 /// A network namespace this process created; deleted on drop (the processes started inside
