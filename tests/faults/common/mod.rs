@@ -287,12 +287,14 @@ pub async fn run_once(scenario: &Scenario, script: Script) -> (Recorder, u64) {
         }
     }
     if scenario.n2_evicts {
-        let nodes = bench.nodes();
-        for (name, value) in [("maxmemory", "100mb"), ("maxmemory-policy", "volatile-ttl")] {
-            nodes
-                .command(2, &[b"CONFIG", b"SET", name.as_bytes(), value.as_bytes()])
-                .expect("CONFIG SET on n2");
-        }
+        blocking(|| {
+            let nodes = bench.nodes();
+            for (name, value) in [("maxmemory", "100mb"), ("maxmemory-policy", "volatile-ttl")] {
+                nodes
+                    .command(2, &[b"CONFIG", b"SET", name.as_bytes(), value.as_bytes()])
+                    .expect("CONFIG SET on n2");
+            }
+        });
     }
     contend(bench, scenario, script).await
 }
