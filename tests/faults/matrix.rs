@@ -246,6 +246,42 @@ async fn p8_debug_sleep_on_one_of_the_holders_nodes() {
     .await;
 }
 
+/// P8 with a busy node: a script that never ends runs on n2 for 3 s (every other client gets
+/// `BUSY` once it ran past `busy-reply-threshold`, 100 ms here), then `SCRIPT KILL` ends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn p8_busy_script_on_one_of_the_holders_nodes() {
+    run(
+        scenario("P8 busy script 3 s on n2 (BUSY, then SCRIPT KILL)", true),
+        || {
+            script(|b| async move {
+                let addr = blocking(|| {
+                    let nodes = b.nodes();
+                    nodes
+                        .command(2, &[b"CONFIG", b"SET", b"busy-reply-threshold", b"100"])
+                        .expect("CONFIG SET busy-reply-threshold");
+                    nodes.addr(2)
+                });
+                let spin = tokio::task::spawn_blocking(move || {
+                    let args: [&[u8]; 3] = [b"EVAL", b"while true do end", b"0"];
+                    quorumlock_harness::command_timeout(addr, &args, Duration::from_secs(10))
+                });
+                sleep_ms(500).await;
+                let busy = blocking(|| b.nodes().command(2, &[b"PING"])).expect("PING n2");
+                assert!(
+                    matches!(&busy, quorumlock_harness::Reply::Error(e) if e.starts_with("BUSY")),
+                    "n2 is busy: {busy:?}"
+                );
+                sleep_ms(2_500).await;
+                let killed = blocking(|| b.nodes().command(2, &[b"SCRIPT", b"KILL"]));
+                assert!(killed.is_ok(), "SCRIPT KILL: {killed:?}");
+                let ended = spin.await.unwrap();
+                assert!(ended.is_ok(), "the spinning script's connection: {ended:?}");
+            })
+        },
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn p8_client_pause_write_on_the_holders_majority() {
     run(scenario("P8 CLIENT PAUSE 3 s WRITE on n0-n2", true), || {
