@@ -326,6 +326,25 @@ async fn f3m_clock_jump_on_a_majority_of_the_holders_nodes() {
     .await;
 }
 
+/// F3 on one node: A holds exactly a quorum ({n0, n1, n2}), so one node whose clock jumps
+/// (its copy of A's key expires at once) is enough for a worker to win {n2, n3, n4}
+/// (REDLOCK.md §12: a holder with exactly q keys loses the lock when one of them vanishes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn f3_clock_jump_on_one_of_the_holders_nodes() {
+    run(
+        scenario(
+            "F3 clock jump +10 s on n2 (A holds exactly a quorum)",
+            false,
+        ),
+        || {
+            script(|b| async move {
+                b.nodes().skew(2, 10_000, 1.0).unwrap();
+            })
+        },
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn f7_client_ignores_validity() {
     let mut s = scenario("F7 client ignores validity (works 2 x ttl)", false);
