@@ -272,6 +272,12 @@ fn dispatch(cli: Cli) -> Result<u8, CliError> {
 }
 
 fn main() -> ExitCode {
+    // `run` starts its command through this hidden step (run::guard), before any option
+    // parsing or configuration.
+    let mut raw = std::env::args_os().skip(1);
+    if raw.next().is_some_and(|a| a == run::GUARD) {
+        return run::guard(raw.collect());
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

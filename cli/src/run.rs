@@ -191,12 +191,68 @@ enum Ended {
     Lost(Error),
 }
 
+/// The hidden first argument that makes the CLI the guard step of [`guard`].
+pub(crate) const GUARD: &str = "__guard";
+
+/// `quorumlock __guard PARENT CMD [ARGS...]`: the step between `run` and its command. It asks
+/// the kernel to SIGKILL this process when the thread that started it ends
+/// (`PR_SET_PDEATHSIG`, which `exec` keeps), checks that its parent is still the CLI `PARENT`,
+/// and then becomes the command (`exec`). So a CLI killed with SIGKILL, which can neither
+/// release nor stop anything, takes the command with it instead of leaving it running
+/// without its lock. Processes the command started are not covered (they do not die with
+/// it), and neither is any system without `PR_SET_PDEATHSIG` (Linux only). Exits 126 or 127,
+/// as a shell does, when the command cannot run.
+pub(crate) fn guard(args: Vec<OsString>) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    let mut args = args.into_iter();
+    let parent = args.next().and_then(|p| p.to_str()?.parse::<i32>().ok());
+    let Some(program) = args.next() else {
+        eprintln!("quorumlock: {GUARD} PARENT CMD [ARGS...] is started by `quorumlock run`");
+        return ExitCode::from(exit::USAGE);
+    };
+    #[cfg(target_os = "linux")]
+    if let Err(e) = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL) {
+        eprintln!("quorumlock: cannot tie the command to the CLI's life: {e}");
+        return ExitCode::from(exit::CANNOT_EXEC);
+    }
+    // The CLI may have died before the request took effect: then nobody holds the lock.
+    if parent != Some(nix::unistd::getppid().as_raw()) {
+        eprintln!("quorumlock: the CLI that holds the lock is gone; not running the command");
+        return ExitCode::from(exit::LOST);
+    }
+    let e = std::process::Command::new(&program).args(args).exec();
+    eprintln!(
+        "quorumlock: cannot run {:?}: {e}",
+        program.to_string_lossy()
+    );
+    ExitCode::from(if e.kind() == std::io::ErrorKind::NotFound {
+        exit::NOT_FOUND
+    } else {
+        exit::CANNOT_EXEC
+    })
+}
+
 fn spawn(args: &RunArgs, lock: &Lock) -> Result<Child, CliError> {
     let (program, rest) = args
         .command
         .split_first()
         .ok_or_else(|| CliError::usage("no command given after --"))?;
-    let mut cmd = std::process::Command::new(program);
+    // Through the guard step when this binary can be found again; otherwise directly.
+    let mut cmd = match std::env::current_exe() {
+        Ok(me) => {
+            let mut cmd = std::process::Command::new(me);
+            cmd.arg(GUARD)
+                .arg(std::process::id().to_string())
+                .arg(program);
+            cmd
+        }
+        Err(e) => {
+            tracing::warn!(
+                "cannot find the quorumlock binary again ({e}); the command will not die with the CLI"
+            );
+            std::process::Command::new(program)
+        }
+    };
     cmd.args(rest)
         .process_group(0)
         .env("QUORUMLOCK_NAME", &args.name)

@@ -149,3 +149,51 @@ fn sigterm_while_waiting_gives_up_without_leaving_keys() {
     holder.kill().unwrap();
     holder.wait().unwrap();
 }
+
+/// The children of process `pid` (every thread's `children` list).
+fn children(pid: u32) -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|s| {
+            s.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect()
+}
+
+/// Whether `pid` still runs (not gone, not a zombie).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// A CLI killed with SIGKILL can neither release nor stop its command, and its lock expires
+/// within the ttl: the command must die with it (the guard step's parent-death signal), or a
+/// second holder would run next to it.
+#[test]
+fn the_command_dies_with_a_killed_cli() {
+    let c = cluster();
+    let mut run = spawn_run(&c, "killed", &["--ttl", "2s"], &["sleep", "30"]);
+    wait_held(&c, "killed");
+    let kids = children(run.id());
+    assert_eq!(kids.len(), 1, "one command: {kids:?}");
+    assert!(running(kids[0]));
+    signal(&run, Signal::SIGKILL);
+    run.wait().unwrap();
+    let t0 = MonoTime::now();
+    while running(kids[0]) {
+        if secs_since(t0) > 2.0 {
+            let _ = kill(Pid::from_raw(kids[0]), Signal::SIGKILL);
+            panic!("the command {} outlived its CLI", kids[0]);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
