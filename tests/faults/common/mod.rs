@@ -209,6 +209,31 @@ pub async fn connect(urls: Vec<String>, cfg: ClientCfg) -> Client {
         .expect("connect")
 }
 
+/// How long a worker of the common setup holds the lock.
+pub const WORKER_HOLD: Duration = Duration::from_millis(300);
+
+/// Worker `k`'s job: respectful, holding for `hold`, 15 ms between its attempts, acquiring
+/// [`RESOURCE`] with `opts` until `until` and writing the counter on the resource node at
+/// `resource`.
+pub fn worker_job(
+    k: usize,
+    opts: LockOptions,
+    hold: Duration,
+    until: MonoTime,
+    resource: std::net::SocketAddr,
+) -> Job {
+    Job {
+        name: format!("w{k}"),
+        resource: RESOURCE.into(),
+        opts,
+        hold,
+        until,
+        pause: Duration::from_millis(15),
+        counter: Some(resource),
+        behaviour: Behaviour::Respectful,
+    }
+}
+
 /// Acquires `resource` once with `opts` and releases it; panics if either fails.
 pub async fn lock_once(client: &Client, resource: &str, opts: &LockOptions) {
     let lock = client
@@ -332,19 +357,11 @@ pub async fn contend<B: Setup>(
     let a_start = MonoTime::now();
     let until = a_start + Duration::from_secs_f64(scenario.secs);
     let fault = script(Arc::clone(&bench));
-    let counter = Some(bench.resource_addr());
+    let resource = bench.resource_addr();
+    let counter = Some(resource);
     let mut tasks = Vec::new();
     for (k, client) in workers.into_iter().enumerate() {
-        let job = Job {
-            name: format!("w{k}"),
-            resource: RESOURCE.into(),
-            opts: lock_opts(),
-            hold: Duration::from_millis(300),
-            until,
-            pause: Duration::from_millis(15),
-            counter,
-            behaviour: Behaviour::Respectful,
-        };
+        let job = worker_job(k, lock_opts(), WORKER_HOLD, until, resource);
         tasks.push(tokio::spawn(workload::run_worker(
             client,
             job,
@@ -423,7 +440,8 @@ where
     let mut details = Vec::new();
     for _ in 0..runs() {
         let (rec, lost) = once().await;
-        for v in rec.violations().iter().take(3) {
+        let (violations, regressions) = (rec.violations(), rec.token_regressions());
+        for v in violations.iter().take(3) {
             details.push(format!(
                 "  {} [{}..{}) vs {} [{}..{}) overlap {} ms",
                 v.a.holder,
@@ -435,12 +453,10 @@ where
                 v.overlap_us / 1000
             ));
         }
-        if scenario.must_pass
-            && (!rec.violations().is_empty() || !rec.token_regressions().is_empty())
-        {
+        if scenario.must_pass && (!violations.is_empty() || !regressions.is_empty()) {
             details.push(format!("  history: {}", save_history(scenario.name, &rec)));
         }
-        for r in rec.token_regressions().iter().take(3) {
+        for r in regressions.iter().take(3) {
             details.push(format!(
                 "  token {} of {} (from {}) then {} of {} (from {})",
                 r.earlier.token,
@@ -565,16 +581,13 @@ pub async fn flapping<L: Links>(name: &str, mut start: impl FnMut() -> L) -> Row
         let mut tasks = Vec::new();
         for v in 0..VIEWS {
             let client = connect(links.urls(v), ClientCfg::default()).await;
-            let job = Job {
-                name: format!("w{v}"),
-                resource: RESOURCE.into(),
-                opts: opts(),
-                hold: Duration::from_millis(200),
+            let job = worker_job(
+                v,
+                opts(),
+                Duration::from_millis(200),
                 until,
-                pause: Duration::from_millis(15),
-                counter: Some(resource.addr(0)),
-                behaviour: Behaviour::Respectful,
-            };
+                resource.addr(0),
+            );
             tasks.push(tokio::spawn(workload::run_worker(
                 client,
                 job,
