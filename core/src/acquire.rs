@@ -34,7 +34,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::fencing;
 use crate::lock::{Grant, Lock};
 use crate::metrics::ClientStats;
-use crate::node::notify::Listener;
+use crate::node::notify::{Listener, Notifier};
 use crate::node::{Node, Prepared};
 use crate::quorum::{self, Decide};
 use crate::report::{NodeKind, Report};
@@ -148,18 +148,31 @@ struct Driver<'a> {
     cleanup: Option<JoinHandle<()>>,
     /// The ACQUIRE of the current round, built once for all nodes.
     prepared: Option<(u64, Arc<Prepared>)>,
-    /// The marks of the keys' waiter flags, built when first needed ([`Driver::marks`]).
-    marks: Option<Arc<[Arc<Prepared>]>>,
+    /// This call's id in the keys' lines, from its first wait on (braced keys with
+    /// notification on: [`command::Notify::Waiters`]).
+    waiter: Option<Vec<u8>>,
+    /// The marks of the keys' waiter flags with that id: empty until the first wait.
+    marks: Arc<[Arc<Prepared>]>,
     /// When the marks go out.
     marking: Marks,
     /// Whether the current attempt's requests follow marks.
     mark_attempt: bool,
+    /// The nodes this call marked (one bit per node): they may hold it in line.
+    marked: u64,
+    /// The nodes this call marked again after its first marks (renewals, requeues): a release
+    /// there may have popped it before the mark as well as after, so it leaves their lines
+    /// whatever it heard.
+    remarked: u64,
+    /// Whether the current attempt answers a release that named this waiter: if it loses,
+    /// the waiter stands first again where it was popped ([`Driver::requeue`]).
+    requeue: bool,
     listening: Option<Listening<'a>>,
     listener: Option<Listener>,
 }
 
 impl Drop for Driver<'_> {
     fn drop(&mut self) {
+        self.unmark();
         if let Some((nodes, value)) = self.m.cancel().clean {
             tracing::debug!("acquisition cancelled; releasing its keys in the background");
             self.clean(nodes, value);
@@ -170,6 +183,16 @@ impl Drop for Driver<'_> {
 
 fn now_us() -> u64 {
     MonoTime::now().as_micros()
+}
+
+/// The bit of node `i` in a set of nodes.
+fn bit(i: usize) -> u64 {
+    1 << (i % 64)
+}
+
+/// Prepares `commands` once for every node.
+fn prepare(commands: Vec<command::Command>) -> Arc<[Arc<Prepared>]> {
+    commands.into_iter().map(Prepared::new).collect()
 }
 
 impl Driver<'_> {
@@ -197,8 +220,11 @@ impl Driver<'_> {
         };
         // While subscribed, an attempt first renews the marks of the keys' waiter flags on
         // each node when they could lapse before the next one (REDLOCK.md §9).
-        let marks =
-            (self.mark_attempt && !matches!(request, Request::Raise { .. })).then(|| self.marks());
+        let marks = (self.mark_attempt && !matches!(request, Request::Raise { .. }))
+            .then(|| self.marks.clone());
+        if marks.is_some() {
+            self.remarked |= bit(index);
+        }
         // The common case (no marks) stays one small future: a join would be moved and
         // polled for nothing on every request.
         let mut fut: Pin<Box<dyn Future<Output = Reply> + Send>> = match marks {
@@ -222,23 +248,69 @@ impl Driver<'_> {
         }
     }
 
-    /// The marks of the keys' waiter flags ([`command::mark`]), built once per call; none
-    /// unless the client's releases read flags ([`command::Notify::Waiters`]).
-    fn marks(&mut self) -> Arc<[Arc<Prepared>]> {
-        let ttl_ms = self.marking.ttl_ms();
-        let waiters = self.inner.notify == command::Notify::Waiters;
-        let keys = &self.keys;
-        self.marks
-            .get_or_insert_with(|| {
-                if !waiters {
-                    return Arc::from([]);
-                }
-                command::mark(keys, ttl_ms)
-                    .into_iter()
-                    .map(Prepared::new)
-                    .collect()
-            })
-            .clone()
+    /// At the first wait: this call's waiter id and marks ([`command::mark`]), when the
+    /// client's releases wake waiters in line ([`command::Notify::Waiters`]).
+    fn join_lines(&mut self, notifier: &Notifier) {
+        if self.inner.notify != command::Notify::Waiters {
+            return;
+        }
+        let id = notifier.waiter();
+        self.marks = prepare(command::mark(&self.keys, &id, self.marking.ttl_ms(), false));
+        if !self.marks.is_empty() {
+            self.waiter = Some(id);
+            self.marked = (0..self.inner.nodes.len()).fold(0, |set, i| set | bit(i));
+        }
+    }
+
+    /// After an attempt that answered a release naming this waiter lost: the waiter stands
+    /// first again on the nodes whose releases popped it (REDLOCK.md §9), so that the next
+    /// release there wakes it rather than the waiter behind it, or nobody.
+    fn requeue(&mut self) {
+        self.requeue = false;
+        let (Some(id), Some(l)) = (&self.waiter, &self.listener) else {
+            return;
+        };
+        let nodes = l.popped();
+        if nodes == 0 {
+            return;
+        }
+        self.remarked |= nodes;
+        let front = prepare(command::mark(&self.keys, id, self.marking.ttl_ms(), true));
+        self.fire(nodes, &front);
+    }
+
+    /// When the call ends, won or not: this waiter leaves the lines of the nodes that may
+    /// still hold it: every node it marked, less those whose release popped it and that it
+    /// did not mark again (the common hand-off: named by every node, it sends nothing).
+    fn unmark(&mut self) {
+        let Some(id) = self.waiter.take() else {
+            return;
+        };
+        let popped = self.listener.as_ref().map_or(0, Listener::popped);
+        let nodes = self.marked & !(popped & !self.remarked);
+        if nodes != 0 {
+            self.fire(nodes, &prepare(command::unmark(&self.keys, &id)));
+        }
+    }
+
+    /// Sends `commands` to `nodes` now, ignoring their replies: each request is queued on its
+    /// node's connection before this returns (ahead of the caller's next request there), and
+    /// the replies are awaited in an engine-owned task.
+    fn fire(&self, nodes: u64, commands: &Arc<[Arc<Prepared>]>) {
+        for (i, node) in self.inner.nodes.iter().enumerate() {
+            if nodes & bit(i) == 0 {
+                continue;
+            }
+            let (node, commands) = (node.clone(), commands.clone());
+            let mut fut = Box::pin(async move { node.mark(&commands).await });
+            let waker = futures_util::task::noop_waker();
+            let mut cx = std::task::Context::from_waker(&waker);
+            if fut.as_mut().poll(&mut cx).is_pending() {
+                self.inner
+                    .runtime
+                    .spawn(tokio::time::timeout(DRAIN_BOUND, fut));
+            }
+        }
     }
 
     /// Counts a reply in its node's metrics (unless that node already counted a timeout).
@@ -332,9 +404,13 @@ async fn attempts(
         timed_out: Vec::new(),
         cleanup: None,
         prepared: None,
-        marks: None,
+        waiter: None,
+        marks: Arc::from([]),
         marking,
         mark_attempt: false,
+        marked: 0,
+        remarked: 0,
+        requeue: false,
         listening: None,
         listener: None,
     };
@@ -350,6 +426,9 @@ async fn attempts(
     let mut timer = Timer::new(coarse);
     let mut armed = None;
     loop {
+        if d.requeue && d.m.wants_release_notice() {
+            d.requeue();
+        }
         while let Some(out) = d.m.poll_output(now, &mut random) {
             match out {
                 Output::Attempt { number } => {
@@ -359,10 +438,15 @@ async fn attempts(
                     // arrive while it runs are kept: a release that lands just after this
                     // attempt's request reached a node must still wake the wait that follows.
                     if let Some(l) = &d.listener {
+                        d.requeue = l.named() != 0;
                         l.reset();
                     }
-                    d.mark_attempt =
-                        d.listener.is_some() && !d.marks().is_empty() && d.marking.due(now);
+                    // An attempt woken by a release that named this waiter does not renew
+                    // its marks: one that loses stands first again where it was popped.
+                    d.mark_attempt = d.listener.is_some()
+                        && !d.marks.is_empty()
+                        && !d.requeue
+                        && d.marking.due(now);
                 }
                 Output::Send {
                     round,
@@ -372,10 +456,12 @@ async fn attempts(
                 Output::Clean { nodes, value } => d.clean(nodes, value),
                 Output::Listen => {
                     if let Some(notifier) = &inner.notifier {
-                        let (keys, q, marks) = (d.keys.clone(), inner.quorum(), d.marks());
+                        d.join_lines(notifier);
+                        let (keys, q, marks) = (d.keys.clone(), inner.quorum(), d.marks.clone());
+                        let id = d.waiter.clone();
                         d.marking.marked(now);
                         d.listening = Some(Box::pin(async move {
-                            let l = notifier.listen(&keys, q, timeout).await;
+                            let l = notifier.listen(&keys, id, q, timeout).await;
                             let vacant = l.is_some()
                                 && vacant_on_quorum(inner, &keys, &marks, timeout).await;
                             (l, vacant)

@@ -144,8 +144,8 @@ async fn a_client_waiting_again_soon_keeps_its_subscription() {
     assert_eq!(waiter.metrics().wakeups, 2, "both waits ended by a notice");
     assert_eq!(
         subscribes(&c) - before,
-        3,
-        "one SUBSCRIBE per node for both waits"
+        6,
+        "one SUBSCRIBE per node and channel (the key's and its client's) for both waits"
     );
 }
 
@@ -191,8 +191,8 @@ async fn a_denied_channel_falls_back_to_polling() {
 #[tokio::test]
 async fn a_release_publishes_only_the_keys_a_waiter_marked() {
     // A waiter marks a key's waiter flag `<key>:w` before it waits (REDLOCK.md §9); a release
-    // reads the flag with the key and publishes only when it exists. Here x is marked on every
-    // node and y nowhere: x is published once per node, y never.
+    // publishes only when it exists. Here x holds an older client's plain mark on every node
+    // and y none: x is published to every client once per node, y never.
     let c = cluster(3);
     let client = client(&c).await;
     let (x, y) = (client.key("notify:x"), client.key("notify:y"));
@@ -212,8 +212,197 @@ async fn a_release_publishes_only_the_keys_a_waiter_marked() {
         // A message of our own after the release: anything the release published comes first.
         c.command(i, &[b"PUBLISH", &channel(&y), b"end"]).unwrap();
         assert_eq!(s.messages(2), vec![x.clone(), b"end".to_vec()]);
-        // The flag stays for the other waiters it may stand for, and expires by itself.
+        // A plain flag stays for the other waiters it may stand for, and expires by itself.
         assert_eq!(c.command(i, &[b"EXISTS", &flag]).unwrap(), Reply::Int(1));
+    }
+}
+
+#[tokio::test]
+async fn a_release_pops_the_first_waiter_and_names_it_on_its_client_s_channel() {
+    // A flag that is a line (a sorted set of waiter ids) loses its first waiter to each
+    // release, which publishes that waiter's id on `<key>:released:<client>` and nothing on
+    // the channel every client hears.
+    let c = cluster(3);
+    let client = client(&c).await;
+    let x = client.key("notify:line");
+    let flag = [x.as_slice(), b":w"].concat();
+    let lock = client.acquire(["notify:line"]).await.unwrap();
+    let plain = [x.as_slice(), b":released"].concat();
+    let named = [x.as_slice(), b":released:cl"].concat();
+    let mut subs: Vec<_> = (0..c.len())
+        .map(|i| Subscriber::on(&c, i, &[plain.clone(), named.clone()]))
+        .collect();
+    for i in 0..c.len() {
+        c.command(i, &[b"ZADD", &flag, b"1", b"cl.1", b"2", b"other.9"])
+            .unwrap();
+    }
+    lock.release().await.unwrap();
+    for (i, s) in subs.iter_mut().enumerate() {
+        c.command(i, &[b"PUBLISH", &plain, b"end"]).unwrap();
+        assert_eq!(s.messages(2), vec![b"cl.1".to_vec(), b"end".to_vec()]);
+        let line = c.command(i, &[b"ZRANGE", &flag, b"0", b"-1"]).unwrap();
+        assert_eq!(line, Reply::Array(vec![Reply::Bulk(b"other.9".to_vec())]));
+    }
+}
+
+/// The waiter ids in `flag`'s line on node `i`, first first.
+fn line(c: &Cluster, i: usize, flag: &[u8]) -> Vec<String> {
+    match c.command(i, &[b"ZRANGE", flag, b"0", b"-1"]).unwrap() {
+        Reply::Array(ids) => ids
+            .iter()
+            .map(|r| match r {
+                Reply::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
+                other => panic!("{other:?}"),
+            })
+            .collect(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_mark_script_keeps_the_line() {
+    let c = cluster(1);
+    let mark = |flag: &[u8], id: &str, front: &str| {
+        c.command(
+            0,
+            &[
+                b"EVAL",
+                quorumlock_proto::scripts::MARK.as_bytes(),
+                b"1",
+                flag,
+                id.as_bytes(),
+                b"5000",
+                front.as_bytes(),
+            ],
+        )
+        .unwrap()
+    };
+    let flag = b"q:{line}:w";
+    for id in ["a.1", "b.1", "c.1"] {
+        assert_eq!(mark(flag, id, "0"), Reply::Int(1));
+    }
+    // Marking again keeps a waiter's place; front puts it first.
+    assert_eq!(mark(flag, "b.1", "0"), Reply::Int(1));
+    assert_eq!(line(&c, 0, flag), ["a.1", "b.1", "c.1"]);
+    mark(flag, "c.1", "1");
+    assert_eq!(line(&c, 0, flag), ["c.1", "a.1", "b.1"]);
+    mark(flag, "c.1", "1");
+    assert_eq!(line(&c, 0, flag), ["c.1", "a.1", "b.1"]);
+    // A waiter popped by a release joins at the back when it marks again.
+    c.command(0, &[b"ZPOPMIN", flag]).unwrap();
+    mark(flag, "c.1", "0");
+    assert_eq!(line(&c, 0, flag), ["a.1", "b.1", "c.1"]);
+    // The flag lives at least the mark's ttl, and a shorter mark does not shorten it.
+    c.command(0, &[b"PEXPIRE", flag, b"100"]).unwrap();
+    mark(flag, "a.1", "0");
+    let Reply::Int(ms) = c.command(0, &[b"PTTL", flag]).unwrap() else {
+        panic!()
+    };
+    assert!((4_000..=5_000).contains(&ms), "{ms}");
+    // An older client's plain mark stays a plain mark, renewed.
+    let old = b"q:{old}:w";
+    c.command(0, &[b"SET", old, b"1", b"PX", b"100"]).unwrap();
+    assert_eq!(mark(old, "a.1", "0"), Reply::Int(0));
+    assert_eq!(mark(old, "a.1", "1"), Reply::Int(0));
+    assert_eq!(
+        c.command(0, &[b"GET", old]).unwrap(),
+        Reply::Bulk(b"1".to_vec())
+    );
+    let Reply::Int(ms) = c.command(0, &[b"PTTL", old]).unwrap() else {
+        panic!()
+    };
+    assert!(ms > 4_000, "{ms}");
+}
+
+#[tokio::test]
+async fn a_release_names_the_first_waiter_in_line_and_only_it_tries() {
+    // Two waiters of two clients queue behind a holder (a first). The holder's release wakes
+    // a alone: b makes no attempt until a's release names it in turn. With a notice that
+    // every client hears, b would try (and lose) on the holder's release too.
+    let c = cluster(3);
+    let holder = client(&c).await;
+    let (a, b) = (client(&c).await, client(&c).await);
+    let flag = [holder.key("notify:named").as_slice(), b":w"].concat();
+    let lock = holder.acquire(["notify:named"]).await.unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut tasks = Vec::new();
+    for (name, w) in [("a", a.clone()), ("b", b.clone())] {
+        let tx = tx.clone();
+        tasks.push(tokio::spawn(async move {
+            let l = w
+                .acquire_with(["notify:named"], &slow_poll())
+                .await
+                .unwrap();
+            tx.send(name).unwrap();
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            l.release().await.unwrap();
+        }));
+        // Long enough for its first attempt, its subscription and its place in line.
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    for i in 0..c.len() {
+        assert_eq!(line(&c, i, &flag).len(), 2, "node {i}");
+    }
+    let t0 = MonoTime::now();
+    lock.release().await.unwrap();
+    assert_eq!(rx.recv().await, Some("a"));
+    assert_eq!(
+        b.metrics().acquire_attempts,
+        1,
+        "b tried on a release that named a"
+    );
+    assert_eq!(rx.recv().await, Some("b"));
+    for t in tasks {
+        t.await.unwrap();
+    }
+    // Well inside the 2 s retry delay: both hand-offs came from a notice.
+    let took = MonoTime::now().saturating_since(t0);
+    assert!(took < Duration::from_millis(1_500), "{took:?}");
+    assert_eq!((a.metrics().wakeups, b.metrics().wakeups), (1, 1));
+    assert_eq!(
+        (a.metrics().acquire_attempts, b.metrics().acquire_attempts),
+        (2, 2)
+    );
+    // Each named waiter was popped where it was named: no line is left.
+    for i in 0..c.len() {
+        assert!(line(&c, i, &flag).is_empty(), "node {i}");
+    }
+}
+
+#[tokio::test]
+async fn a_waiter_that_died_in_line_costs_one_hand_off_and_leaves() {
+    // A waiter that died first in line is named by the next release, which nobody hears:
+    // the live waiter behind it gets the lock at its retry delay, and the dead one is gone.
+    let c = cluster(3);
+    let holder = client(&c).await;
+    let waiter = client(&c).await;
+    let flag = [holder.key("notify:dead").as_slice(), b":w"].concat();
+    let lock = holder.acquire(["notify:dead"]).await.unwrap();
+    for i in 0..c.len() {
+        c.command(i, &[b"ZADD", &flag, b"-100", b"gone.1"]).unwrap();
+        c.command(i, &[b"PEXPIRE", &flag, b"60000"]).unwrap();
+    }
+    let w = waiter.clone();
+    let task = tokio::spawn(async move {
+        let l = w.acquire_with(["notify:dead"], &slow_poll()).await.unwrap();
+        (MonoTime::now(), l)
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let released_at = MonoTime::now();
+    lock.release().await.unwrap();
+    let (at, won) = task.await.unwrap();
+    let gap = at.saturating_since(released_at);
+    assert!(gap > Duration::from_millis(1_000), "hand-off took {gap:?}");
+    for i in 0..c.len() {
+        assert!(
+            !line(&c, i, &flag).contains(&"gone.1".to_owned()),
+            "node {i}"
+        );
+    }
+    won.release().await.unwrap();
+    // The winner left its line where the release had not popped it.
+    for i in 0..c.len() {
+        assert!(line(&c, i, &flag).is_empty(), "node {i}");
     }
 }
 
@@ -261,20 +450,13 @@ async fn a_waiter_marks_at_its_check_and_renews_the_mark_before_it_lapses() {
     assert!(gap < Duration::from_millis(500), "hand-off took {gap:?}");
     assert_eq!(waiter.metrics().wakeups, 1);
     let report = won.release().await.unwrap();
-    // An uncontended release publishes nothing: the holder's release published on every node,
-    // the winner's wherever it released (the flag was still there; woken by two notices, the
-    // winner may reach the third node before the holder's release and hold a quorum only).
+    // An uncontended release publishes nothing: the holder's release named the waiter on
+    // every node (and popped it, so the line was empty for the winner's own release).
     let quiet = holder.acquire(["notify:quiet"]).await.unwrap();
     quiet.release().await.unwrap();
     assert!(report.was_held_by_quorum(), "{report}");
-    for n in report.nodes() {
-        let winner = i64::from(n.kind == NodeKind::Released);
-        assert_eq!(
-            calls(&c, n.index, &["publish"]),
-            1 + winner,
-            "node {}",
-            n.index
-        );
+    for i in 0..c.len() {
+        assert_eq!(calls(&c, i, &["publish"]), 1, "node {i}");
     }
 }
 
@@ -301,8 +483,9 @@ async fn a_waiter_that_keeps_losing_renews_its_mark_about_once_per_half_its_life
     assert_eq!(e.attempts(), 13, "{e}");
     lock.release().await.unwrap();
     for i in 0..c.len() {
-        // 13 attempts' SET NX, the check's mark and its renewals.
-        let marks = calls(&c, i, &["set"]) - 13;
+        // 13 attempts' SET NX; the check's mark and its renewals (MARK goes out as EVAL).
+        assert_eq!(calls(&c, i, &["set"]), 13, "node {i}");
+        let marks = calls(&c, i, &["eval"]);
         assert!((1..=6).contains(&marks), "node {i}: {marks} marks");
     }
 }
@@ -320,22 +503,31 @@ struct Subscriber {
 }
 
 impl Subscriber {
+    /// Subscribed to the `<key>:released` channel of each of `keys` on node `i`.
     fn new(c: &Cluster, i: usize, keys: &[Vec<u8>]) -> Self {
+        let channels: Vec<Vec<u8>> = keys
+            .iter()
+            .map(|k| [k.as_slice(), b":released"].concat())
+            .collect();
+        Self::on(c, i, &channels)
+    }
+
+    /// Subscribed to `channels` on node `i`.
+    fn on(c: &Cluster, i: usize, channels: &[Vec<u8>]) -> Self {
         use std::io::Write;
         let mut tcp = std::net::TcpStream::connect(c.addr(i)).unwrap();
         tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        let mut cmd = format!("*{}\r\n$9\r\nSUBSCRIBE\r\n", keys.len() + 1).into_bytes();
-        for k in keys {
-            let ch = [k.as_slice(), b":released"].concat();
+        let mut cmd = format!("*{}\r\n$9\r\nSUBSCRIBE\r\n", channels.len() + 1).into_bytes();
+        for ch in channels {
             cmd.extend(format!("${}\r\n", ch.len()).bytes());
-            cmd.extend(&ch);
+            cmd.extend(ch);
             cmd.extend(b"\r\n");
         }
         tcp.write_all(&cmd).unwrap();
         let mut s = Self {
             stream: std::io::BufReader::new(tcp),
         };
-        for _ in keys {
+        for _ in channels {
             assert_eq!(s.frame()[0], b"subscribe");
         }
         s

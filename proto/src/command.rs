@@ -44,6 +44,8 @@ pub enum Script {
     Extend,
     /// [`scripts::EXTEND_BATCH`].
     ExtendBatch,
+    /// [`scripts::MARK`].
+    Mark,
 }
 
 impl Script {
@@ -57,11 +59,12 @@ impl Script {
             Script::Release => scripts::RELEASE,
             Script::Extend => scripts::EXTEND,
             Script::ExtendBatch => scripts::EXTEND_BATCH,
+            Script::Mark => scripts::MARK,
         }
     }
 
     /// Every script (for drivers that load or hash them up front).
-    pub const ALL: [Script; 7] = [
+    pub const ALL: [Script; 8] = [
         Script::AcquireMulti,
         Script::FencedAcquire,
         Script::Raise,
@@ -69,6 +72,7 @@ impl Script {
         Script::Release,
         Script::Extend,
         Script::ExtendBatch,
+        Script::Mark,
     ];
 }
 
@@ -86,12 +90,12 @@ pub enum Command {
     },
     /// `EXISTS keys...`.
     Exists(Vec<Vec<u8>>),
-    /// `SET flag 1 PX ttl_ms`: a waiter's mark on a lock key's waiter flag ([`mark`]).
-    Mark {
+    /// `ZREM flag waiter`: a waiter leaves the line of a lock key ([`unmark`]).
+    Unmark {
         /// The waiter flag ([`waiter_flag`]).
         flag: Vec<u8>,
-        /// How long the mark lasts, in milliseconds.
-        ttl_ms: u64,
+        /// The waiter id ([`waiter_id`]).
+        waiter: Vec<u8>,
     },
     /// A script: `EVALSHA sha n keys... args...`, or `EVAL source ...` after `NOSCRIPT`.
     Eval {
@@ -121,13 +125,9 @@ impl Command {
                 v.extend(keys.iter().cloned());
                 v
             }
-            Command::Mark { flag, ttl_ms } => vec![
-                b"SET".to_vec(),
-                flag.clone(),
-                b"1".to_vec(),
-                b"PX".to_vec(),
-                ttl_ms.to_string().into_bytes(),
-            ],
+            Command::Unmark { flag, waiter } => {
+                vec![b"ZREM".to_vec(), flag.clone(), waiter.clone()]
+            }
             Command::Eval { script, keys, args } => {
                 let mut v = vec![
                     b"EVAL".to_vec(),
@@ -322,9 +322,10 @@ pub enum Notify {
     Off,
     /// Publishes every deleted key.
     Always,
-    /// Publishes a deleted key only while its [`waiter_flag`] exists: `KeyFormat::Braced`
-    /// keys, whose flags can never be another lock's key (a braced key ends in `}`, a flag
-    /// in `:w`); a set with a key without a flag publishes every deleted key.
+    /// Wakes the first waiter in a deleted key's line ([`waiter_flag`], [`mark`]) and
+    /// publishes nothing when nobody waits: `KeyFormat::Braced` keys, whose flags can never
+    /// be another lock's key (a braced key ends in `}`, a flag in `:w`); a set with a key
+    /// without a flag publishes every deleted key.
     Waiters,
 }
 
@@ -337,19 +338,13 @@ impl Notify {
             (true, _) => Notify::Always,
         }
     }
-
-    /// The mode for a node that refused the flag-reading release: `Always` for `Waiters`.
-    pub fn without_flags(self) -> Self {
-        match self {
-            Notify::Waiters => Notify::Always,
-            other => other,
-        }
-    }
 }
 
 /// RELEASE: compare-and-delete (RELEASE-ONE for one key), telling waiters as `notify` says.
-/// With [`Notify::Waiters`] and a flag for every key, the flags go along and the script reads
-/// key and flag with one `MGET` (mode "2"), so a release nobody waits for publishes nothing.
+/// With [`Notify::Waiters`] and a flag for every key, the flags go along (mode "2"): the
+/// script pops the first waiter of each deleted key's line and publishes its id on that
+/// waiter's client's channel ([`named_channel`]), so a release wakes one waiter and a release
+/// nobody waits for publishes nothing.
 pub fn release(keys: &[Vec<u8>], value: &str, notify: Notify) -> Command {
     let mut all = Vec::with_capacity(keys.len() * 2);
     all.extend_from_slice(keys);
@@ -376,29 +371,6 @@ pub fn release(keys: &[Vec<u8>], value: &str, notify: Notify) -> Command {
     }
 }
 
-/// Whether [`release`] of `keys` with `notify` reads their waiter flags (`MGET`, flag keys).
-pub fn reads_flags(keys: &[Vec<u8>], notify: Notify) -> bool {
-    notify == Notify::Waiters && keys.iter().all(|k| waiter_flag(k).is_some())
-}
-
-/// Whether a failure is the ACL's refusal of a command or key: `NOPERM`, or the error a
-/// script gets for a command or key it is denied (an `ERR` in Redis 7.0 and 7.2+). Only for
-/// deciding that a release reading waiter flags was refused (its reads come before any
-/// write); the node kind of such an error stays `Script`, since other scripts may have
-/// written before it.
-pub fn acl_refusal(kind: NodeKind, text: &str) -> bool {
-    kind == NodeKind::NoPermission
-        || (kind == NodeKind::Script
-            && [
-                "can't run this command",
-                "ACL failure in script",
-                "can't access",
-                "no permissions",
-            ]
-            .iter()
-            .any(|t| text.contains(t)))
-}
-
 /// The waiter flag of a lock key (REDLOCK.md §9): `<key>:w`, for a key with a Redis Cluster
 /// hash tag, so that the flag lives in the key's hash slot; `None` for a key without one,
 /// whose releases publish whether anybody waits or not. Only [`Notify::Waiters`] (braced
@@ -415,16 +387,66 @@ pub fn waiter_flag(key: &[u8]) -> Option<Vec<u8>> {
     Some(flag)
 }
 
-/// MARK: a waiter's `SET <flag> 1 PX ttl_ms` on the waiter flag of each of `keys` that has
-/// one (REDLOCK.md §9). Sent on a node's connection *before* the waiter's vacancy check or
-/// attempt there, it makes every release on that node until it expires publish: a release
-/// before it leaves the key gone for the check or the attempt that follows it; one after it
-/// sees the flag. [`crate::acquire::Marks`] says when to send it. The reply carries
-/// nothing; a refused mark only costs a notice.
-pub fn mark(keys: &[Vec<u8>], ttl_ms: u64) -> Vec<Command> {
+/// The channel on which a release of `key` wakes every waiter: `<key>:released` (a key
+/// without a waiter flag, or a flag that holds a plain mark).
+pub fn released_channel(key: &[u8]) -> Vec<u8> {
+    let mut c = Vec::with_capacity(key.len() + 9);
+    c.extend_from_slice(key);
+    c.extend_from_slice(b":released");
+    c
+}
+
+/// The channel on which a release of `key` names one waiter of `client`:
+/// `<key>:released:<client>`; the message is the waiter's id ([`waiter_id`]).
+pub fn named_channel(key: &[u8], client: &[u8]) -> Vec<u8> {
+    let mut c = released_channel(key);
+    c.push(b':');
+    c.extend_from_slice(client);
+    c
+}
+
+/// A waiter's id, `<client>.<n>`: `client` names the client whose channel a release
+/// publishes it on ([`named_channel`]; the client part must not be empty), `n` the waiter
+/// within that client.
+pub fn waiter_id(client: &[u8], n: u64) -> Vec<u8> {
+    let mut id = Vec::with_capacity(client.len() + 21);
+    id.extend_from_slice(client);
+    id.push(b'.');
+    id.extend_from_slice(n.to_string().as_bytes());
+    id
+}
+
+/// MARK (REDLOCK.md §9): waiter `waiter` ([`waiter_id`]) takes its place in the line of each
+/// of `keys` that has a [`waiter_flag`]: at the back, or where it stands when already in
+/// line; first when `front` (a woken waiter whose attempt lost). The flag lives at least
+/// `ttl_ms`. Sent on a node's connection *before* the waiter's vacancy check or attempt
+/// there: a release before it leaves the key gone for the check or the attempt that follows
+/// it; one after it wakes the first in line. [`crate::acquire::Marks`] says when to renew
+/// it. The reply carries nothing; a refused mark only costs a notice.
+pub fn mark(keys: &[Vec<u8>], waiter: &[u8], ttl_ms: u64, front: bool) -> Vec<Command> {
     keys.iter()
         .filter_map(|k| waiter_flag(k))
-        .map(|flag| Command::Mark { flag, ttl_ms })
+        .map(|flag| Command::Eval {
+            script: Script::Mark,
+            keys: vec![flag],
+            args: vec![
+                waiter.to_vec(),
+                num(ttl_ms),
+                if front { b"1".to_vec() } else { b"0".to_vec() },
+            ],
+        })
+        .collect()
+}
+
+/// UNMARK: `waiter` leaves the line of each of `keys` that has a [`waiter_flag`] (a call
+/// that ends, won or not). The reply carries nothing.
+pub fn unmark(keys: &[Vec<u8>], waiter: &[u8]) -> Vec<Command> {
+    keys.iter()
+        .filter_map(|k| waiter_flag(k))
+        .map(|flag| Command::Unmark {
+            flag,
+            waiter: waiter.to_vec(),
+        })
         .collect()
 }
 
@@ -586,8 +608,6 @@ mod tests {
             panic!()
         };
         assert_eq!((keys.len(), &args[1][..]), (2, &b"1"[..]));
-        assert!(reads_flags(&tagged, Notify::Waiters));
-        assert!(!reads_flags(&tagged, Notify::Always) && !reads_flags(&mixed, Notify::Waiters));
         assert_eq!(
             Notify::of(true, crate::config::KeyFormat::Bare),
             Notify::Always
@@ -600,12 +620,28 @@ mod tests {
             Notify::of(false, crate::config::KeyFormat::Braced),
             Notify::Off
         );
-        let marks = mark(&mixed, 1_500);
+        let id = waiter_id(b"c1", 7);
+        assert_eq!(id, b"c1.7");
+        let marks = mark(&mixed, &id, 1_500, false);
         assert_eq!(marks.len(), 1);
+        let Command::Eval { script, keys, args } = &marks[0] else {
+            panic!()
+        };
         assert_eq!(
-            marks[0].argv(),
-            [&b"SET"[..], b"q:{a}:w", b"1", b"PX", b"1500"]
+            (*script, &keys[..]),
+            (Script::Mark, &[b"q:{a}:w".to_vec()][..])
         );
+        assert_eq!(args, &[&b"c1.7"[..], b"1500", b"0"]);
+        let Command::Eval { args, .. } = &mark(&tagged, &id, 9, true)[1] else {
+            panic!()
+        };
+        assert_eq!(args[2], b"1");
+        assert_eq!(
+            unmark(&mixed, &id)[0].argv(),
+            [&b"ZREM"[..], b"q:{a}:w", b"c1.7"]
+        );
+        assert_eq!(released_channel(b"q:{a}"), b"q:{a}:released");
+        assert_eq!(named_channel(b"q:{a}", b"c1"), b"q:{a}:released:c1");
     }
 
     #[test]
@@ -658,10 +694,7 @@ mod tests {
                          command script: 0971c0, on @user_script:10.";
         for text in [denied_70, denied_72] {
             assert_eq!(error_kind("ERR", text), NodeKind::Script, "{text}");
-            assert!(acl_refusal(NodeKind::Script, text), "{text}");
         }
-        assert!(acl_refusal(NodeKind::NoPermission, "NOPERM"));
-        assert!(!acl_refusal(NodeKind::Script, "Error running script: oops"));
     }
 
     #[test]

@@ -21,3 +21,6 @@ pub const EXTEND: &str = include_str!("lua/extend.lua");
 /// ARGV: per lock its number of keys, its value and its ttl ms. Returns one EXTEND answer per
 /// lock.
 pub const EXTEND_BATCH: &str = include_str!("lua/extend_batch.lua");
+/// MARK: a waiter's place in the line of a lock key (REDLOCK.md §9). KEYS: the waiter flag;
+/// ARGV: waiter id, ttl ms, "1" to stand first. Returns 1 in line, 0 for a plain mark.
+pub const MARK: &str = include_str!("lua/mark.lua");

@@ -144,9 +144,6 @@ pub(crate) struct Node {
     /// A cluster member's acquisitions in flight, which its releases, extends and raises of
     /// the same value wait for.
     writes: writes::Writes,
-    /// Set once this node refused a release that reads waiter flags (`NOPERM`: an ACL without
-    /// `MGET` or the flag keys); its releases then publish every deleted key.
-    flagless: std::sync::atomic::AtomicBool,
     /// Rung by a request that found the node without a connection: the reconnect loop dials
     /// again soon (at most every [`REDIAL_EVERY`]) instead of sleeping out its backoff.
     redial: Arc<tokio::sync::Notify>,
@@ -181,7 +178,6 @@ impl Node {
             }),
             stats: crate::metrics::NodeStats::default(),
             writes: writes::Writes::default(),
-            flagless: std::sync::atomic::AtomicBool::new(false),
             redial: Arc::new(tokio::sync::Notify::new()),
         })
     }

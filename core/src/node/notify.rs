@@ -1,7 +1,10 @@
-//! Release notification (REDLOCK.md §9): the release script publishes on
-//! `<lock key>:released` (for braced keys only while a waiter's mark on the key's waiter flag
-//! lives: `quorumlock_proto::command::mark`), and a waiting acquisition listens there so that a
-//! release cuts its retry delay short.
+//! Release notification (REDLOCK.md §9): a waiting acquisition listens for releases of its
+//! keys so that a release cuts its retry delay short. For braced keys a waiter stands in the
+//! key's line on each node (`quorumlock_proto::command::mark`), and a release pops the first
+//! waiter and publishes its id on that waiter's client's channel, `<lock key>:released:<client>`
+//! (a *named* notice): it wakes exactly that waiter, whatever its turn in the client. Keys
+//! without a line (bare keys, or a flag holding an older client's plain mark) publish the key
+//! on `<lock key>:released`, which every client's waiters hear.
 //!
 //! Each node has one subscriber task with its own pub/sub connection (RESP2 needs one; under
 //! RESP3 it is kept for simplicity), opened when the first waiter of the client listens and
@@ -9,7 +12,7 @@
 //! after its last listener left. Waiters register in a registry shared by
 //! the client's nodes; a message on a channel marks its node in every waiter of that channel.
 //!
-//! One release wakes one waiter of the client per channel: the one that has waited longest
+//! One plain release wakes one waiter of the client per channel: the one that has waited longest
 //! (the channel's first listener), once it heard a quorum; waiters for several keys ahead of
 //! it are woken too, since their other keys may keep them waiting (see [`turn`]). The client's
 //! other waiters of that key would only collide with it (a release frees the lock for one
@@ -38,6 +41,7 @@ use super::{Node, classify, lock};
 use crate::clock::MonoTime;
 use crate::report::NodeKind;
 use crate::warning::{Warning, WarningKind};
+use quorumlock_proto::command;
 
 /// How long a node's pub/sub connection stays open without listeners.
 const IDLE_CLOSE: Duration = Duration::from_secs(30);
@@ -48,17 +52,15 @@ const LINGER: Duration = Duration::from_secs(1);
 /// The pause before reconnecting a lost pub/sub connection that still has listeners.
 const RECONNECT_DELAY: Duration = Duration::from_millis(250);
 
-/// The channel a release of `key` publishes on.
-pub(crate) fn channel(key: &[u8]) -> Vec<u8> {
-    let mut c = Vec::with_capacity(key.len() + 9);
-    c.extend_from_slice(key);
-    c.extend_from_slice(b":released");
-    c
-}
-
 /// What one waiting acquisition has heard since it last looked: one bit per node.
 struct Heard {
+    /// The waiter's id in the keys' lines (`command::waiter_id`).
+    id: Vec<u8>,
     nodes: AtomicU64,
+    /// The nodes whose notices since the last reset named this waiter.
+    named: AtomicU64,
+    /// The nodes whose releases popped this waiter from the line.
+    popped: AtomicU64,
     /// How many nodes must be heard from: a quorum, or every node whose subscription is live.
     threshold: AtomicUsize,
     /// Whether the acquisition waits for more than one key.
@@ -67,9 +69,12 @@ struct Heard {
 }
 
 impl Heard {
-    fn new(threshold: usize, keys: usize) -> Self {
+    fn new(id: Vec<u8>, threshold: usize, keys: usize) -> Self {
         Heard {
+            id,
             nodes: AtomicU64::new(0),
+            named: AtomicU64::new(0),
+            popped: AtomicU64::new(0),
             threshold: AtomicUsize::new(threshold),
             multi: keys > 1,
             wake: Notify::new(),
@@ -84,9 +89,10 @@ impl Heard {
 }
 
 /// Which waiters listen on which channel; shared by the client's subscriber tasks.
-#[derive(Default)]
 struct Registry {
     channels: Mutex<HashMap<Vec<u8>, Vec<Arc<Heard>>>>,
+    /// `:<client>`, the end of this client's named channels.
+    suffix: Vec<u8>,
 }
 
 /// The waiters of a channel whose turn it is: the longest waiting one, and before it any
@@ -101,12 +107,45 @@ fn turn(waiters: &[Arc<Heard>]) -> &[Arc<Heard>] {
 }
 
 impl Registry {
-    /// A release of `channel` was heard from `node`: every waiter notes it, those whose
-    /// turn it is are woken once they heard a quorum.
-    fn deliver(&self, node: usize, channel: &[u8]) {
-        if let Some(waiters) = lock(&self.channels).get(channel) {
+    fn new(client: &[u8]) -> Self {
+        let mut suffix = Vec::with_capacity(client.len() + 1);
+        suffix.push(b':');
+        suffix.extend_from_slice(client);
+        Registry {
+            channels: Mutex::default(),
+            suffix,
+        }
+    }
+
+    /// A message on `channel` came from `node`. A named one (on this client's channel of a
+    /// key) wakes the waiter it names once it heard a quorum, whatever its turn; one that
+    /// names no waiter here (it left as the release came) counts as a plain notice. On a plain
+    /// channel every waiter notes the release, and those whose turn it is are woken once
+    /// they heard a quorum.
+    fn deliver(&self, node: usize, channel: &[u8], payload: &[u8]) {
+        let bit = 1 << (node % 64);
+        let map = lock(&self.channels);
+        let plain = match channel.strip_suffix(self.suffix.as_slice()) {
+            Some(plain) => {
+                let named = map
+                    .get(channel)
+                    .and_then(|w| w.iter().find(|w| w.id == payload));
+                if let Some(w) = named {
+                    w.nodes.fetch_or(bit, Ordering::Relaxed);
+                    w.named.fetch_or(bit, Ordering::Relaxed);
+                    w.popped.fetch_or(bit, Ordering::Relaxed);
+                    if w.ready() {
+                        w.wake.notify_one();
+                    }
+                    return;
+                }
+                plain
+            }
+            None => channel,
+        };
+        if let Some(waiters) = map.get(plain) {
             for w in waiters {
-                w.nodes.fetch_or(1 << (node % 64), Ordering::Relaxed);
+                w.nodes.fetch_or(bit, Ordering::Relaxed);
             }
             for w in turn(waiters).iter().filter(|w| w.ready()) {
                 w.wake.notify_one();
@@ -139,12 +178,26 @@ enum Cmd {
 pub(crate) struct Notifier {
     registry: Arc<Registry>,
     queues: Vec<mpsc::UnboundedSender<Cmd>>,
+    /// This client's id in waiter ids and named channels: 16 random hex digits.
+    client: Vec<u8>,
+    /// The number of the next waiter.
+    next: AtomicU64,
+}
+
+/// A new client id: 16 hex digits from the OS's random source.
+fn client_id() -> Vec<u8> {
+    crate::value::random8()
+        .iter()
+        .flat_map(|b| [b >> 4, b & 15])
+        .map(|d| b"0123456789abcdef"[usize::from(d)])
+        .collect()
 }
 
 impl Notifier {
     /// Starts one (idle) subscriber task per node on `runtime`.
     pub(crate) fn new(nodes: &[Arc<Node>], runtime: &Handle) -> Self {
-        let registry = Arc::new(Registry::default());
+        let client = client_id();
+        let registry = Arc::new(Registry::new(&client));
         let queues = nodes
             .iter()
             .map(|node| {
@@ -165,19 +218,42 @@ impl Notifier {
                 tx
             })
             .collect();
-        Self { registry, queues }
+        Self {
+            registry,
+            queues,
+            client,
+            next: AtomicU64::new(0),
+        }
+    }
+
+    /// A new waiter id of this client (`command::waiter_id`).
+    pub(crate) fn waiter(&self) -> Vec<u8> {
+        command::waiter_id(&self.client, self.next.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The plain channel of each of `keys`, and with `named` this client's named one.
+    fn channels(&self, keys: &[Vec<u8>], named: bool) -> Vec<Vec<u8>> {
+        let mut channels: Vec<Vec<u8>> =
+            keys.iter().map(|k| command::released_channel(k)).collect();
+        if named {
+            channels.extend(keys.iter().map(|k| command::named_channel(k, &self.client)));
+        }
+        channels
     }
 
     /// Listens for releases of `keys` on every node and waits (up to `timeout`) until the
-    /// subscriptions are live. `None` when no node could subscribe: the caller polls.
+    /// subscriptions are live; with `id` ([`Self::waiter`]) as a waiter standing in the keys'
+    /// lines, on this client's named channels too. `None` when no node could subscribe: the
+    /// caller polls.
     pub(crate) async fn listen(
         self: &Arc<Self>,
         keys: &[Vec<u8>],
+        id: Option<Vec<u8>>,
         quorum: usize,
         timeout: Duration,
     ) -> Option<Listener> {
-        let heard = Arc::new(Heard::new(quorum, keys.len()));
-        let channels: Vec<Vec<u8>> = keys.iter().map(|k| channel(k)).collect();
+        let channels = self.channels(keys, id.is_some());
+        let heard = Arc::new(Heard::new(id.unwrap_or_default(), quorum, keys.len()));
         {
             let mut map = lock(&self.registry.channels);
             for ch in &channels {
@@ -231,6 +307,17 @@ impl Listener {
     /// state those notices announced.
     pub(crate) fn reset(&self) {
         self.heard.nodes.store(0, Ordering::Relaxed);
+        self.heard.named.store(0, Ordering::Relaxed);
+    }
+
+    /// The nodes whose notices since the last [`reset`](Self::reset) named this waiter.
+    pub(crate) fn named(&self) -> u64 {
+        self.heard.named.load(Ordering::Relaxed)
+    }
+
+    /// The nodes whose releases popped this waiter from its line.
+    pub(crate) fn popped(&self) -> u64 {
+        self.heard.popped.load(Ordering::Relaxed)
     }
 
     /// Completes once releases were heard from the threshold's number of nodes (a quorum, or
@@ -246,15 +333,17 @@ impl Listener {
         }
     }
 
-    /// Whether this waiter heard a release and it is its turn on one of its channels (read
-    /// under the registry's lock, which a leaving waiter's hand-over also takes).
+    /// Whether this waiter heard a release and was named, or it is its turn on one of its
+    /// channels (read under the registry's lock, which a leaving waiter's hand-over also
+    /// takes).
     fn woken(&self) -> bool {
         let map = lock(&self.notifier.registry.channels);
         self.heard.ready()
-            && self.channels.iter().any(|ch| {
-                map.get(ch)
-                    .is_some_and(|w| turn(w).iter().any(|w| Arc::ptr_eq(w, &self.heard)))
-            })
+            && (self.named() != 0
+                || self.channels.iter().any(|ch| {
+                    map.get(ch)
+                        .is_some_and(|w| turn(w).iter().any(|w| Arc::ptr_eq(w, &self.heard)))
+                }))
     }
 }
 
@@ -335,7 +424,7 @@ impl Subscriber {
                 msg = next_message(&mut self.conn) => match msg {
                     Some(msg) => {
                         if let Ok(ch) = msg.get_channel::<Vec<u8>>() {
-                            self.registry.deliver(self.index, &ch);
+                            self.registry.deliver(self.index, &ch, msg.get_payload_bytes());
                         }
                     }
                     None => {
@@ -496,8 +585,10 @@ mod tests {
     /// A client's notifier with no subscriber tasks behind it.
     fn notifier() -> Arc<Notifier> {
         Arc::new(Notifier {
-            registry: Arc::new(Registry::default()),
+            registry: Arc::new(Registry::new(b"c")),
             queues: Vec::new(),
+            client: b"c".to_vec(),
+            next: AtomicU64::new(0),
         })
     }
 
@@ -508,8 +599,9 @@ mod tests {
 
     /// A waiter listening on the channels of `keys` after those already there.
     fn join_keys(notifier: &Arc<Notifier>, threshold: usize, keys: &[&[u8]]) -> Listener {
-        let heard = Arc::new(Heard::new(threshold, keys.len()));
-        let channels: Vec<Vec<u8>> = keys.iter().map(|k| channel(k)).collect();
+        let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
+        let heard = Arc::new(Heard::new(notifier.waiter(), threshold, keys.len()));
+        let channels = notifier.channels(&keys, true);
         let mut map = lock(&notifier.registry.channels);
         for ch in &channels {
             map.entry(ch.clone()).or_default().push(heard.clone());
@@ -531,8 +623,39 @@ mod tests {
 
     fn release(n: &Notifier, nodes: &[usize]) {
         for &i in nodes {
-            n.registry.deliver(i, b"k:released");
+            n.registry.deliver(i, b"k:released", b"k");
         }
+    }
+
+    /// Releases on `nodes` that name waiter `id` on this client's channel of `k`.
+    fn name(n: &Notifier, id: &[u8], nodes: &[usize]) {
+        for &i in nodes {
+            n.registry.deliver(i, b"k:released:c", id);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_named_waiter_is_woken_whatever_its_turn_and_leaves_the_queue_there() {
+        let n = notifier();
+        let (a, b) = (join(&n, 2), join(&n, 2));
+        assert_eq!(
+            (&a.heard.id[..], &b.heard.id[..]),
+            (&b"c.0"[..], &b"c.1"[..])
+        );
+        // b stands first in the nodes' line (it marked there first): it is named, not a.
+        name(&n, b"c.1", &[0]);
+        assert!(!woken(&b).await, "one node is not a quorum");
+        name(&n, b"c.1", &[3]);
+        assert!(woken(&b).await, "named by a quorum, second in the client");
+        assert!(!woken(&a).await, "a named release wakes nobody else");
+        assert_eq!((b.named(), b.popped()), (0b1001, 0b1001));
+        // The attempt resets what it heard; the nodes that popped b stay known.
+        b.reset();
+        assert_eq!((b.named(), b.popped()), (0, 0b1001));
+        // A notice naming a waiter that left counts as a plain one: a's turn.
+        drop(b);
+        name(&n, b"c.1", &[1, 2]);
+        assert!(woken(&a).await);
     }
 
     #[tokio::test]
@@ -551,7 +674,7 @@ mod tests {
         assert!(woken(&l).await);
         // Other channels and repeated notices from one node do not count.
         l.reset();
-        n.registry.deliver(0, b"other:released");
+        n.registry.deliver(0, b"other:released", b"other");
         release(&n, &[1, 1]);
         assert!(!woken(&l).await);
     }
@@ -611,8 +734,8 @@ mod tests {
         assert!(!woken(&c).await, "b's turn ends the turn");
         // A release of j alone wakes a, whose turn it is there.
         a.reset();
-        n.registry.deliver(0, b"j:released");
-        n.registry.deliver(1, b"j:released");
+        n.registry.deliver(0, b"j:released", b"j");
+        n.registry.deliver(1, b"j:released", b"j");
         assert!(woken(&a).await);
     }
 

@@ -4,7 +4,6 @@
 //! when every slot's request did, and removes what it wrote otherwise.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use futures_util::future::join_all;
 use quorumlock_proto::command::{self, Extension, Notify};
@@ -235,13 +234,11 @@ impl Node {
         // Built for every node of every release: the common case (a single master, the
         // round's prepared command) awaits one send, and the rare ones are boxed, so that the
         // future holds one redis-rs send, not several.
-        let flagless = self.flagless.load(Ordering::Relaxed);
         let (deleted, other) = match self.split(keys, 1)? {
             None => match prepared {
-                Some(p) if !flagless => match self.run_prepared(p, Traffic::Any).await {
-                    Ok(reply) => command::read_release(&reply, keys.len())?,
-                    Err(e) => Box::pin(self.release_refused(keys, value, notify, e)).await?,
-                },
+                Some(p) => {
+                    command::read_release(&self.run_prepared(p, Traffic::Any).await?, keys.len())?
+                }
                 _ => Box::pin(self.release_slot(keys, value, notify)).await?,
             },
             Some(groups) => Box::pin(self.release_groups(keys, value, notify, groups)).await?,
@@ -279,56 +276,18 @@ impl Node {
         value: &str,
         notify: Notify,
     ) -> Result<(usize, usize), NodeFailure> {
-        let notify = if self.flagless.load(Ordering::Relaxed) {
-            notify.without_flags()
-        } else {
-            notify
-        };
-        match self
-            .run(&command::release(keys, value, notify), Traffic::Any)
-            .await
-        {
-            Ok(reply) => command::read_release(&reply, keys.len()),
-            Err(e) => self.release_refused(keys, value, notify, e).await,
-        }
-    }
-
-    /// After a release failed with `e`: when it read waiter flags and the ACL refused it (no
-    /// `MGET`, or a key pattern without the flag keys: refused before the script wrote
-    /// anything), this node releases without flags from now on, this time included
-    /// (REDLOCK.md §9). Any other failure is returned as it is.
-    async fn release_refused(
-        &self,
-        keys: &[Vec<u8>],
-        value: &str,
-        notify: Notify,
-        e: NodeFailure,
-    ) -> Result<(usize, usize), NodeFailure> {
-        if !command::reads_flags(keys, notify) || !command::acl_refusal(e.0, &e.1) {
-            return Err(e);
-        }
-        if !self.flagless.swap(true, Ordering::Relaxed) {
-            tracing::warn!(
-                node = %self.address,
-                error = %e.1,
-                "a release that reads waiter flags was refused; this node's releases publish every time (allow MGET and the <key>:w keys)"
-            );
-        }
         let reply = self
-            .run(
-                &command::release(keys, value, notify.without_flags()),
-                Traffic::Any,
-            )
+            .run(&command::release(keys, value, notify), Traffic::Any)
             .await?;
         command::read_release(&reply, keys.len())
     }
 }
 
 impl Node {
-    /// Sends a waiter's marks (REDLOCK.md §9), `marks` being the prepared
-    /// [`command::mark`] of its keys. On a single master every mark is queued on the
-    /// connection at the future's first poll, so a request polled right after it follows it;
-    /// replies and failures are dropped (a mark only brings a notice).
+    /// Sends a waiter's marks or unmarks (REDLOCK.md §9), `marks` being the prepared
+    /// [`command::mark`] or [`command::unmark`] of its keys. On a single master every mark
+    /// is queued on the connection at the future's first poll, so a request polled right
+    /// after it follows it; replies and failures are dropped (a mark only brings a notice).
     pub(crate) async fn mark(&self, marks: &[Arc<Prepared>]) {
         join_all(marks.iter().map(|m| self.run_prepared(m, Traffic::Lock))).await;
     }

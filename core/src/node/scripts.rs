@@ -21,8 +21,8 @@ fn sha(script: Script) -> &'static str {
 }
 
 /// The redis-rs command for `command`: scripts as `EVALSHA`, or `EVAL` with the source when
-/// `fallback` is set or the script takes keys. The second value is true for an `EVALSHA`
-/// (which may need the fallback).
+/// `fallback` is set or the script goes out whole ([`goes_whole`]). The second value is true
+/// for an `EVALSHA` (which may need the fallback).
 ///
 /// The command's buffers are sized once up front: built argument by argument, a `Cmd` grows
 /// its buffer several times, which cost more than the rest of the request's client side.
@@ -47,20 +47,17 @@ pub(crate) fn cmd(command: &Command, fallback: bool) -> (Cmd, bool) {
             }
             (c, false)
         }
-        Command::Mark { flag, ttl_ms } => {
-            let mut c = Cmd::with_capacity(5, 3 + flag.len() + 1 + 2 + 20);
-            c.arg("SET")
-                .arg(flag.as_slice())
-                .arg("1")
-                .arg("PX")
-                .arg(*ttl_ms);
+        Command::Unmark { flag, waiter } => {
+            let mut c = Cmd::with_capacity(3, 4 + flag.len() + waiter.len());
+            c.arg("ZREM").arg(flag.as_slice()).arg(waiter.as_slice());
             (c, false)
         }
         Command::Eval { script, keys, args } => {
             // A script that takes keys goes out whole: its `EVAL` after a `NOSCRIPT` would be
             // a second request, which could run after a later release or cleanup of the same
-            // value on this connection and so leave a key behind until its ttl.
-            let fallback = fallback || takes_keys(*script);
+            // value on this connection and so leave a key behind until its ttl (and a MARK
+            // after the check it must precede).
+            let fallback = fallback || goes_whole(*script);
             let body = if fallback {
                 script.source()
             } else {
@@ -86,11 +83,13 @@ pub(crate) fn cmd(command: &Command, fallback: bool) -> (Cmd, bool) {
     }
 }
 
-/// Whether `script` writes keys that did not hold the caller's value (an acquisition).
-fn takes_keys(script: Script) -> bool {
+/// Whether `script` goes out whole: it writes keys that did not hold the caller's value (an
+/// acquisition), or must land before the request that follows it on the connection (a
+/// waiter's MARK, before its check or attempt).
+fn goes_whole(script: Script) -> bool {
     matches!(
         script,
-        Script::AcquireMulti | Script::FencedAcquire | Script::Raise
+        Script::AcquireMulti | Script::FencedAcquire | Script::Raise | Script::Mark
     )
 }
 
@@ -138,7 +137,8 @@ mod tests {
             command::release(&keys, "v4", command::Notify::Off),
             command::extend(&keys, "v5", 30_000),
             command::vacant(&keys),
-            command::mark(&keys, 2_000).remove(0),
+            command::mark(&keys[1..], b"c.1", 2_000, true).remove(0),
+            command::unmark(&keys[1..], b"c.1").remove(0),
             command::release(&keys[1..], "v8", command::Notify::Waiters),
             command::fenced_acquire(&keys, "v6", 1, 2),
             command::raise(&keys, "v7", &[3], 4),
