@@ -417,9 +417,9 @@ quorumlock_result quorumlock_config_set_key_prefix(quorumlock_config *cfg,
 quorumlock_result quorumlock_config_set_require_quorum(quorumlock_config *cfg,
                                                        bool on);
 
-// Release notification (default on): a waiting acquisition listens on `<lock key>:released`
-// and marks the key's waiter flag, and a release publishes there while the flag exists, so
-// it wakes the waiter at once instead of after its retry delay. Off: waiters only poll.
+// Release notification (default on): a waiting acquisition listens on its keys' release
+// channels and stands in the key's line of waiters (its waiter flag), and a release wakes the
+// first waiter in line at once instead of after its retry delay. Off: waiters only poll.
 //
 // Thread safety: a configuration must not be changed from two threads at once.
 // Blocking: never blocks.

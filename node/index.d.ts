@@ -286,9 +286,9 @@ export interface ClientOptions extends Omit<LockOptions, 'value'> {
    */
   evictionCheck?: 'refuse' | 'warn' | 'off'
   /**
-   * Release notification (default true): a waiting acquire listens on `<key>:released` and
-   * marks the key's waiter flag, and a release publishes there while the flag exists, so it
-   * wakes the waiter at once instead of after its retry delay.
+   * Release notification (default true): a waiting acquire listens on its keys' release
+   * channels and stands in the key's line of waiters (its waiter flag), and a release wakes
+   * the first waiter in line at once instead of after its retry delay.
    */
   notify?: boolean
 }

@@ -142,9 +142,9 @@ pub const MAX_MARK_TTL_MS: u64 = 86_400_000;
 /// its `EXISTS` check, then before an attempt only when the last mark could expire before the
 /// attempt after it. A mark lasts twice the longest time between the starts of two attempts
 /// (a round, a fenced acquisition's raise and a cleanup, each bounded by the node timeout,
-/// then the retry delay and its jitter), at least a second and at most a day. Releases read
-/// the flag without deleting it, so a waiter that keeps losing renews its mark about once per
-/// half its life, not on every attempt.
+/// then the retry delay and its jitter), at least a second and at most a day. A waiter keeps
+/// its place in line while the flag lives, so one that keeps losing renews its mark about once
+/// per half its life, not on every attempt.
 #[derive(Clone, Debug)]
 pub struct Marks {
     ttl_ms: u64,

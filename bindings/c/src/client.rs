@@ -177,9 +177,9 @@ pub unsafe extern "C" fn quorumlock_config_set_require_quorum(
     })
 }
 
-/// Release notification (default on): a waiting acquisition listens on `<lock key>:released`
-/// and marks the key's waiter flag, and a release publishes there while the flag exists, so
-/// it wakes the waiter at once instead of after its retry delay. Off: waiters only poll.
+/// Release notification (default on): a waiting acquisition listens on its keys' release
+/// channels and stands in the key's line of waiters (its waiter flag), and a release wakes the
+/// first waiter in line at once instead of after its retry delay. Off: waiters only poll.
 ///
 /// Thread safety: a configuration must not be changed from two threads at once.
 /// Blocking: never blocks.

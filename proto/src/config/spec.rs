@@ -290,7 +290,7 @@ pub const CLIENT_SETTINGS: &[OptionSpec] = &[
     client(
         "notify",
         Kind::Flag,
-        "Release notification (REDLOCK.md §9): a waiting acquisition listens on `<lock key>:released` and marks the key's waiter flag, and a release publishes there while the flag exists, so it wakes the waiter at once instead of after its retry delay.",
+        "Release notification (REDLOCK.md §9): a waiting acquisition listens on its keys' release channels and stands in the key's line of waiters (its waiter flag), and a release wakes the first waiter in line at once instead of after its retry delay.",
     ),
 ];
 
