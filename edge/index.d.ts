@@ -136,7 +136,7 @@ export interface NodeAdapter {
    */
   send(argv: (string | Uint8Array)[]): Promise<RedisReply>
   /** Optional: release notices, as `Transport.subscribe` for this node. */
-  subscribe?(channels: string[], onMessage: (channel: string) => void): Promise<() => unknown>
+  subscribe?(channels: string[], onMessage: (channel: string, message: string) => void): Promise<() => unknown>
 }
 
 /** The I/O of a client: one adapter per node, or this. */
@@ -144,10 +144,12 @@ export interface Transport {
   readonly addresses: readonly string[]
   send(node: number, argv: (string | Uint8Array)[]): Promise<RedisReply>
   /**
-   * Optional: subscribes node `node` to `channels` and calls `onMessage(channel)` for each
-   * message; resolves (once the subscription is live) to a function that unsubscribes.
+   * Optional: subscribes node `node` to `channels` and calls `onMessage(channel, message)`
+   * for each message; resolves (once the subscription is live) to a function that
+   * unsubscribes. Without the message, a release that names a waiter wakes every waiter of
+   * the key in this client.
    */
-  subscribe?(node: number, channels: string[], onMessage: (channel: string) => void): Promise<() => unknown>
+  subscribe?(node: number, channels: string[], onMessage: (channel: string, message: string) => void): Promise<() => unknown>
 }
 
 /** An Upstash REST endpoint. */
@@ -204,9 +206,9 @@ export interface ClientOptions extends LockOptions {
   /** Nodes whose eviction policy can remove lock keys: `'refuse'` (default), `'warn'` or `'off'`. */
   evictionCheck?: 'refuse' | 'warn' | 'off'
   /**
-   * Release notification (default true): a waiting acquire listens on `<key>:released`
-   * (transports with `subscribe`: ioredis, node-redis) and marks the key's waiter flag, and a
-   * release publishes there while the flag exists, so it wakes the waiter at once instead of
+   * Release notification (default true): a waiting acquire (transports with `subscribe`:
+   * ioredis, node-redis) stands in the key's line of waiters (`<key>:w`) and listens on its
+   * release channels; a release wakes the first waiter in line by name, at once instead of
    * after its retry delay. REST nodes poll.
    */
   notify?: boolean

@@ -570,6 +570,9 @@ async fn attempts(
                 }
             }
             Event::Cancelled => {
+                // Out of the lines first: the cleanup's release then wakes the next waiter,
+                // not this one.
+                d.unmark();
                 let c = d.m.cancel();
                 if let Some((nodes, value)) = c.clean {
                     d.clean(nodes, value);

@@ -93,7 +93,8 @@ async function wait(promise) {
 
 // The engine sends through `send(node, argv, id)` and learns the outcome from `settle(id,
 // ok, value)`: one plain callback per request instead of a Promise wrapper on each side.
-// Release notices (transports with `subscribe`) reach it through `notice(listener, node)`.
+// Release notices (transports with `subscribe`) reach it through `notice(listener, node,
+// channel, message)`.
 function hostOf(transport) {
   const subscriptions = new Map()
   const canListen = typeof transport.subscribe === 'function'
@@ -103,7 +104,9 @@ function hostOf(transport) {
       if (!canListen) return false
       let live
       try {
-        live = Promise.resolve(transport.subscribe(node, channels, () => notice(listener, node)))
+        live = Promise.resolve(
+          transport.subscribe(node, channels, (channel, message) => notice(listener, node, channel, message)),
+        )
       } catch (e) {
         live = Promise.reject(e)
       }

@@ -37,13 +37,14 @@ function address(host, port, db) {
 
 // Release notices (REDLOCK.md §9) on a second connection per node, opened by the first
 // subscription and closed with the last one, so that an idle client keeps no extra socket.
-// `open()` resolves to { subscribe(channels, onMessage), unsubscribe(channels), close() }.
+// `open(deliver)` resolves to { subscribe(channels), unsubscribe(channels), close() } and
+// calls `deliver(channel, message)` for each message.
 function notices(open) {
   const handlers = new Map()
   let conn = null
   return async function subscribe(channels, onMessage) {
-    conn ??= open((channel) => {
-      for (const f of handlers.get(channel) ?? []) f(channel)
+    conn ??= open((channel, message) => {
+      for (const f of handlers.get(channel) ?? []) f(channel, message)
     })
     const mine = conn
     const fresh = []
@@ -92,7 +93,7 @@ export function ioredisNode(client) {
   const where = o.path ? `unix:${o.path}/${o.db ?? 0}` : address(o.host, o.port, o.db)
   const subscribe = notices(async (deliver) => {
     const sub = client.duplicate({ lazyConnect: false })
-    sub.on('message', (channel) => deliver(channel))
+    sub.on('message', (channel, message) => deliver(channel, message))
     sub.on('error', () => {})
     return {
       subscribe: (channels) => sub.subscribe(...channels),
@@ -142,7 +143,7 @@ export function nodeRedisNode(client) {
     sub.on('error', () => {})
     await sub.connect()
     return {
-      subscribe: (channels) => sub.subscribe(channels, (_message, channel) => deliver(channel)),
+      subscribe: (channels) => sub.subscribe(channels, (message, channel) => deliver(channel, message)),
       unsubscribe: (channels) => sub.unsubscribe(channels),
       close: async () => (typeof sub.destroy === 'function' ? sub.destroy() : sub.disconnect()),
     }

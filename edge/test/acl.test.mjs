@@ -1,52 +1,68 @@
-// Releases under an ACL rule without MGET (the minimal rule before waiter flags, REDLOCK.md §9):
-// the release that reads the waiter flags is refused before it writes anything, the package
-// releases those nodes again without flags (and every later release too), and a waiter is
-// still woken by the notice.
+// Releases and waits under ACL rules (REDLOCK.md §9, docs/SECURITY.md §4). The rule with the
+// sorted-set commands lets waiters stand in the key's line (`<key>:w`, a sorted set of waiter
+// ids) and a release wake the first by name, with nothing refused. Under the rule before
+// queues (no ZSET commands) a waiter's mark falls back to a plain flag, a release still
+// deletes on every node and wakes the waiter with a plain notice, and only the refused
+// sorted-set commands show in ACL LOG.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import Redis from 'ioredis'
 import { Client } from '../src/api.js'
 import { NODE_URLS, ioredisClients, quitAll, unique } from './harness.mjs'
 
-const USER = `edge-old-rule-${process.pid}`
-const PASSWORD = 'Edge-0ld-rule-pw'
+const PASSWORD = 'Edge-acl-rule-pw'
 const OLD_RULE = [
   'resetkeys', '~quorumlock:*', 'resetchannels', '&quorumlock:*', '-@all', '+set', '+exists',
   '+evalsha', '+eval', '+get', '+del', '+pexpire', '+pttl', '+time', '+publish', '+subscribe',
   '+unsubscribe', '+ping', '+info', '+config|get', '+client',
 ]
+const QUEUE_RULE = [...OLD_RULE, '+zadd', '+zrange', '+zscore', '+zpopmin', '+zrem']
+const ZSET_COMMANDS = new Set(['zadd', 'zrange', 'zscore', 'zpopmin', 'zrem'])
 
 let admin
-let users
-let holder
-let waiter
 
 before(async () => {
   admin = ioredisClients()
-  await Promise.all(admin.map((r) => r.call('ACL', 'SETUSER', USER, 'reset', 'on', `>${PASSWORD}`, ...OLD_RULE)))
-  users = NODE_URLS.map((u) => {
-    const url = new URL(u)
-    url.username = USER
-    url.password = PASSWORD
-    return new Redis(url.toString(), { maxRetriesPerRequest: 1 })
-  })
-  holder = await Client.connect({ nodes: users, nodeTimeoutMs: 500 })
-  waiter = await Client.connect({ nodes: users, nodeTimeoutMs: 500 })
 })
 
 after(async () => {
-  await holder?.close()
-  await waiter?.close()
-  await quitAll(users ?? [])
-  await Promise.all(admin.map((r) => r.call('ACL', 'DELUSER', USER)))
   await quitAll(admin)
 })
 
-test('without MGET a release still deletes on every node and wakes a waiter', async () => {
+/** Runs `body(holder, waiter, users)` with two clients of an ACL user with `rule`. */
+async function asUser(user, rule, body) {
+  await Promise.all(admin.map((r) => r.call('ACL', 'SETUSER', user, 'reset', 'on', `>${PASSWORD}`, ...rule)))
+  const users = NODE_URLS.map((u) => {
+    const url = new URL(u)
+    url.username = user
+    url.password = PASSWORD
+    return new Redis(url.toString(), { maxRetriesPerRequest: 1 })
+  })
+  const holder = await Client.connect({ nodes: users, nodeTimeoutMs: 500 })
+  const waiter = await Client.connect({ nodes: users, nodeTimeoutMs: 500 })
+  try {
+    await body(holder, waiter, users)
+  } finally {
+    await holder.close()
+    await waiter.close()
+    await quitAll(users)
+    await Promise.all(admin.map((r) => r.call('ACL', 'DELUSER', user)))
+  }
+}
+
+/** The objects of the ACL LOG entries of `user` on every node. */
+async function refused(user) {
+  const all = await Promise.all(admin.map((r) => r.call('ACL', 'LOG')))
+  return all.flat().filter((e) => e[e.indexOf('username') + 1] === user).map((e) => e[e.indexOf('object') + 1])
+}
+
+/** A waiter behind a held lock: woken by the release well before its retry delay. */
+async function handOff(holder, waiter, whileWaiting) {
   const name = unique('acl')
   const lock = await holder.acquire(name, { ttlMs: 5000 })
   const waiting = waiter.acquire(name, { ttlMs: 5000, retryCount: 3, retryDelayMs: 3000, retryJitterMs: 0 })
   await new Promise((r) => setTimeout(r, 400))
+  await whileWaiting(`${Buffer.from(holder.key(name)).toString()}:w`)
   const released = performance.now()
   const report = await lock.release()
   assert.equal(report.releasedCount, 5)
@@ -56,17 +72,32 @@ test('without MGET a release still deletes on every node and wakes a waiter', as
   // (The waiter may have won on a quorum only: woken by three notices, it can reach a node
   // before the holder's release there.)
   assert.ok((await second.release()).wasHeldByQuorum)
-  const again = await holder.acquire(unique('acl'), { ttlMs: 5000 })
-  assert.equal((await again.release()).releasedCount, 5)
-  // At most one refusal per node and client (holder, waiter), not one per release. The
-  // package remembers a refusal per client, not per node: a waiter whose woken attempt lost
-  // and was cleaned on some nodes is refused there only, and releases elsewhere without flags.
-  for (const r of admin) {
-    const mine = (await r.call('ACL', 'LOG')).filter((e) => e[e.indexOf('username') + 1] === USER)
-    assert.equal(mine.length, 1, JSON.stringify(mine))
-    const entry = mine[0]
-    assert.equal(entry[entry.indexOf('object') + 1], 'mget')
-    const count = Number(entry[entry.indexOf('count') + 1])
-    assert.ok(count >= 1 && count <= 2, `${count} refusals`)
-  }
+  return name
+}
+
+test('with the sorted-set commands a waiter stands in line and nothing is refused', async () => {
+  const user = `edge-queue-rule-${process.pid}`
+  await asUser(user, QUEUE_RULE, async (holder, waiter) => {
+    await handOff(holder, waiter, async (flag) => {
+      const types = await Promise.all(admin.map((r) => r.type(flag)))
+      assert.deepEqual(types, ['zset', 'zset', 'zset', 'zset', 'zset'])
+    })
+    const again = await holder.acquire(unique('acl'), { ttlMs: 5000 })
+    assert.equal((await again.release()).releasedCount, 5)
+    assert.deepEqual(await refused(user), [])
+  })
+})
+
+test('without the sorted-set commands marks are plain flags, and releases delete and wake', async () => {
+  const user = `edge-old-rule-${process.pid}`
+  await asUser(user, OLD_RULE, async (holder, waiter) => {
+    await handOff(holder, waiter, async (flag) => {
+      const types = await Promise.all(admin.map((r) => r.type(flag)))
+      assert.deepEqual(types, ['string', 'string', 'string', 'string', 'string'], 'a plain mark')
+    })
+    const again = await holder.acquire(unique('acl'), { ttlMs: 5000 })
+    assert.equal((await again.release()).releasedCount, 5)
+    const objects = await refused(user)
+    assert.ok(objects.length > 0 && objects.every((o) => ZSET_COMMANDS.has(o)), JSON.stringify(objects))
+  })
 })

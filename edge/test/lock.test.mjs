@@ -213,3 +213,73 @@ test('a waiter wakes at a release notice, not after its retry delay, and closes 
   await new Promise((r) => setTimeout(r, 200))
   assert.equal(await connections(redis[0]), before, 'the subscriber connection is closed again')
 })
+
+test('waiters queue on the waiter flag; a release wakes the first by name; ended calls leave the line', async () => {
+  const name = unique('queue')
+  const flag = `${Buffer.from(client.key(name)).toString()}:w`
+  const lines = () => Promise.all(redis.map((r) => r.zrange(flag, 0, -1)))
+  const pause = (ms) => new Promise((r) => setTimeout(r, ms))
+  const slow = { ttlMs: 5000, retryCount: 3, retryDelayMs: 5000, retryJitterMs: 0 }
+  const holder = await other.acquire(name, { ttlMs: 5000 })
+  // Two waiters of one client, then one of another client that gives up.
+  const first = client.acquire(name, slow)
+  await pause(400)
+  const second = client.acquire(name, slow)
+  await pause(400)
+  const ac = new AbortController()
+  const third = other.acquire(name, { ...slow, signal: ac.signal })
+  await pause(400)
+  const queued = await lines()
+  const [a, b, c] = queued[0]
+  for (const line of queued) assert.deepEqual(line, [a, b, c], 'one line, in the order they came, on every node')
+  const id = /^([0-9a-f]{16})\.(\d+)$/
+  const [, ca, na] = a.match(id)
+  const [, cb, nb] = b.match(id)
+  const [, cc] = c.match(id)
+  assert.ok(ca === cb && ca !== cc && Number(na) < Number(nb), `ids ${a} ${b} ${c}`)
+  // A call that ends leaves the line before it returns (here: cancelled).
+  ac.abort()
+  await assert.rejects(third, { code: 'QL_CANCELLED' })
+  for (const line of await lines()) assert.deepEqual(line, [a, b])
+  // The release names the first waiter: it gets the lock, the second is not woken.
+  const released = performance.now()
+  await holder.release()
+  const lockA = await first
+  assert.ok(performance.now() - released < 1500, 'woken by the release, not after its retry delay')
+  assert.equal(lockA.attempts, 2)
+  for (const line of await lines()) assert.deepEqual(line, [b], 'the first waiter is out of the line')
+  const stillWaiting = await Promise.race([second.then(() => false), pause(300).then(() => true)])
+  assert.ok(stillWaiting, 'the second waiter waits for its turn')
+  await lockA.release()
+  const lockB = await second
+  assert.equal(lockB.attempts, 2, 'one wake-up: the first release named the other waiter')
+  await lockB.release()
+  assert.deepEqual(await Promise.all(redis.map((r) => r.exists(flag))), [0, 0, 0, 0, 0], 'no line is left')
+})
+
+test('a waiter named by a release whose attempt loses stands first in line again', async () => {
+  const name = unique('requeue')
+  const key = Buffer.from(client.key(name)).toString()
+  const lines = () => Promise.all(redis.map((r) => r.zrange(`${key}:w`, 0, -1)))
+  const pause = (ms) => new Promise((r) => setTimeout(r, ms))
+  const slow = { ttlMs: 5000, retryCount: 3, retryDelayMs: 5000, retryJitterMs: 0 }
+  const holder = await other.acquire(name, { ttlMs: 5000 })
+  const ahead = other.acquire(name, slow)
+  await pause(400)
+  const behind = client.acquire(name, slow)
+  await pause(400)
+  const [b, a] = (await lines())[0]
+  for (const line of await lines()) assert.deepEqual(line, [b, a])
+  // A notice naming the second waiter, as a release that popped it would send: it wakes,
+  // loses to the holder, and stands first.
+  const [clientA] = a.split('.')
+  await Promise.all(redis.map((r) => r.publish(`${key}:released:${clientA}`, a)))
+  await pause(400)
+  for (const line of await lines()) assert.deepEqual(line, [a, b], 'first again')
+  await holder.release()
+  const lockA = await behind
+  assert.equal(lockA.attempts, 3)
+  await lockA.release()
+  await (await ahead).release()
+  assert.deepEqual(await Promise.all(redis.map((r) => r.exists(`${key}:w`))), [0, 0, 0, 0, 0])
+})

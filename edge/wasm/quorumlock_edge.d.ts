@@ -122,10 +122,13 @@ export function errorCodes(): string[];
 export function fenceCheckScript(): string;
 
 /**
- * A release notice for listener `listener` from node `node`. Called by the package's
- * transport wrapper; a listener that is gone is ignored.
+ * A message on `channel` (with `message`) for listener `listener` from node `node`: a
+ * release notice (REDLOCK.md §9). A message on the waiter's named channel carries the id of
+ * the waiter the release popped from the key's line: it counts for that waiter only, while
+ * that waiter still listens in this isolate, and as a plain notice otherwise. Called by the
+ * package's transport wrapper; a listener that is gone is ignored.
  */
-export function notice(listener: number, node: number): void;
+export function notice(listener: number, node: number, channel: any, message: any): void;
 
 /**
  * Delivers the outcome of request or timer `id`: the reply (`ok`) or the failure. Called by
@@ -168,12 +171,12 @@ export interface InitOutput {
     readonly lockhandle_tokens: (a: number) => [number, number];
     readonly lockhandle_ttlMs: (a: number) => number;
     readonly lockhandle_value: (a: number) => [number, number];
-    readonly notice: (a: number, b: number) => void;
+    readonly notice: (a: number, b: number, c: any, d: any) => void;
     readonly settle: (a: number, b: number, c: any) => void;
     readonly version: () => [number, number];
     readonly __wasm_bindgen_func_elem_460: (a: number, b: number, c: any) => [number, number];
     readonly __wasm_bindgen_func_elem_467: (a: number, b: number, c: any, d: any) => void;
-    readonly __wasm_bindgen_func_elem_181: (a: number, b: number, c: number) => void;
+    readonly __wasm_bindgen_func_elem_179: (a: number, b: number, c: number) => void;
     readonly __wbindgen_export: (a: number, b: number) => number;
     readonly __wbindgen_export2: (a: number, b: number, c: number, d: number) => number;
     readonly __wbindgen_export3: (a: number, b: number, c: number) => void;

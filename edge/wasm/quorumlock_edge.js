@@ -281,13 +281,18 @@ export function fenceCheckScript() {
 }
 
 /**
- * A release notice for listener `listener` from node `node`. Called by the package's
- * transport wrapper; a listener that is gone is ignored.
+ * A message on `channel` (with `message`) for listener `listener` from node `node`: a
+ * release notice (REDLOCK.md §9). A message on the waiter's named channel carries the id of
+ * the waiter the release popped from the key's line: it counts for that waiter only, while
+ * that waiter still listens in this isolate, and as a plain notice otherwise. Called by the
+ * package's transport wrapper; a listener that is gone is ignored.
  * @param {number} listener
  * @param {number} node
+ * @param {any} channel
+ * @param {any} message
  */
-export function notice(listener, node) {
-    wasm.notice(listener, node);
+export function notice(listener, node, channel, message) {
+    wasm.notice(listener, node, channel, message);
 }
 
 /**
@@ -586,13 +591,13 @@ function __wbg_get_imports() {
             arg0.unlisten(arg1 >>> 0);
         }, arguments); },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 116, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 117, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
             const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_460);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [U32], shim_idx: 6, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_181);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_179);
             return ret;
         },
         __wbindgen_generic_0000000000000003: function(arg0) {
@@ -636,8 +641,8 @@ function __wasm_bindgen_func_elem_467(arg0, arg1, arg2, arg3) {
     wasm.__wasm_bindgen_func_elem_467(arg0, arg1, arg2, arg3);
 }
 
-function __wasm_bindgen_func_elem_181(arg0, arg1, arg2) {
-    wasm.__wasm_bindgen_func_elem_181(arg0, arg1, arg2);
+function __wasm_bindgen_func_elem_179(arg0, arg1, arg2) {
+    wasm.__wasm_bindgen_func_elem_179(arg0, arg1, arg2);
 }
 
 const EngineFinalization = (typeof FinalizationRegistry === 'undefined')

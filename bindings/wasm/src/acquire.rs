@@ -4,7 +4,8 @@
 //! between attempts are the retry delay with jitter; when the transport has pub/sub, the
 //! first wait subscribes to the keys' release channels (`Output::Listen`), checks once with
 //! `EXISTS` that the keys were not released before the subscription was live, and a notice
-//! from a quorum of nodes cuts the wait short (REDLOCK.md §9).
+//! from a quorum of nodes cuts the wait short (REDLOCK.md §9). For braced keys the call
+//! also stands in the keys' lines ([`Waiter`]) and hears releases that name it.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -27,6 +28,7 @@ use wasm_bindgen::JsValue;
 
 use crate::engine::{Inner, Local, Traffic};
 use crate::js::{Aborted, Crypto, Listener, Sleep, now_us};
+use crate::waiter::Waiter;
 
 type Reply = (u64, usize, Answer, Option<Vec<u64>>);
 /// Reads one reply of a round over `n` keys: the answer and any fencing counters.
@@ -64,9 +66,12 @@ pub async fn acquire(
     let timeout = m.node_timeout();
     let mut marking = Marks::new(m.options(), timeout);
     let mut mark_attempt = false;
-    // Marks only where releases read waiter flags (braced keys, notification on), built at
-    // the first wait: most calls never wait.
-    let mut marks: Rc<[command::Command]> = Rc::from([]);
+    // A place in the keys' lines only where releases wake waiters in line (braced keys,
+    // notification on), taken at the first wait: most calls never wait.
+    let mut waiter: Option<Rc<Waiter>> = None;
+    // Whether the attempt in flight answers a release that named this waiter: if it loses,
+    // the waiter stands first again.
+    let mut requeue = false;
     let mut abort = Aborted::new(signal);
     if abort.is_aborted() {
         return Err(m.cancel().error);
@@ -77,21 +82,30 @@ pub async fn acquire(
     let mut listening: Option<Local<(Option<Listener>, bool)>> = None;
     let mut listener: Option<Listener> = None;
     loop {
+        if requeue && m.wants_release_notice() {
+            // Popped from the lines by the release its attempt lost: first in line again.
+            requeue = false;
+            if let Some(w) = &waiter {
+                w.mark_all(true);
+                marking.marked(now_us());
+            }
+        }
         while let Some(out) = m.poll_output(now_us(), &mut Crypto) {
             match out {
                 Output::Attempt { .. } => {
                     // Notices from before this attempt are answered by it.
                     if let Some(l) = &listener {
-                        l.reset();
+                        requeue = l.reset();
                     }
-                    mark_attempt = listener.is_some() && !marks.is_empty() && marking.due(now_us());
+                    // An attempt woken by a release that named this waiter does not renew its
+                    // marks: one that loses stands first again.
+                    mark_attempt =
+                        listener.is_some() && waiter.is_some() && !requeue && marking.due(now_us());
                 }
                 Output::Listen => {
                     if inner.s.notify {
-                        if marks.is_empty() && inner.notify() == command::Notify::Waiters {
-                            marks = command::mark(&keys, marking.ttl_ms()).into();
-                        }
-                        listening = Some(listen(inner, &keys, &marks, timeout));
+                        waiter = Waiter::new(inner, &keys, marking.ttl_ms());
+                        listening = Some(listen(inner, &keys, waiter.clone(), timeout));
                         marking.marked(now_us());
                     }
                 }
@@ -127,13 +141,13 @@ pub async fn acquire(
                     };
                     // While subscribed, an attempt first renews the marks of the keys' waiter
                     // flags when they could lapse before the next one (REDLOCK.md §9).
-                    let marked = if mark_attempt && !matches!(request, Request::Raise { .. }) {
-                        send_marks(inner, node, &marks, traffic)
-                    } else {
-                        Vec::new()
-                    };
+                    if mark_attempt
+                        && !matches!(request, Request::Raise { .. })
+                        && let Some(w) = &waiter
+                    {
+                        w.mark(node, false, traffic);
+                    }
                     let sent = inner.request(node, &cmd, traffic);
-                    collect_marks(marked);
                     inflight.push(Box::pin(async move {
                         let (answer, counters) = match sent.await {
                             Ok(r) => read(&r, n),
@@ -145,7 +159,12 @@ pub async fn acquire(
                 Output::Clean { nodes, value } => {
                     cleanup = Some(start_cleanup(inner, nodes, &keys, &value, timeout));
                 }
-                Output::Done(result) => return result,
+                Output::Done(result) => {
+                    if let Some(w) = &waiter {
+                        w.leave();
+                    }
+                    return result;
+                }
             }
         }
         let deadline = m.poll_timeout();
@@ -207,6 +226,10 @@ pub async fn acquire(
                 m.handle_released(now);
             }
             Event::Cancelled => {
+                // Out of the lines first: the cleanup's release then wakes the next waiter.
+                if let Some(w) = &waiter {
+                    w.leave();
+                }
                 let c = m.cancel();
                 if let Some((nodes, value)) = c.clean {
                     // The caller may move on at once: it leaves no key behind.
@@ -220,37 +243,39 @@ pub async fn acquire(
     }
 }
 
-/// Subscribes to the release channels of `keys` on every node, then checks with one
+/// Subscribes to the release channels of `keys` on every node (with a `waiter`, to this
+/// client's named channels too, and marks its place in the lines), then checks with one
 /// `EXISTS` round whether a quorum no longer holds them (a release that came before the
 /// subscription was live).
 fn listen(
     inner: &Rc<Inner>,
     keys: &Arc<[Vec<u8>]>,
-    marks: &Rc<[command::Command]>,
+    waiter: Option<Rc<Waiter>>,
     timeout: std::time::Duration,
 ) -> Local<(Option<Listener>, bool)> {
-    let (inner, keys, marks) = (inner.clone(), keys.clone(), marks.clone());
+    let (inner, keys) = (inner.clone(), keys.clone());
     Box::pin(async move {
-        let channels: Vec<Vec<u8>> = keys
-            .iter()
-            .map(|k| {
-                let mut c = k.clone();
-                c.extend_from_slice(b":released");
-                c
-            })
-            .collect();
+        let mut channels: Vec<Vec<u8>> =
+            keys.iter().map(|k| command::released_channel(k)).collect();
+        if waiter.is_some() {
+            channels.extend(
+                keys.iter()
+                    .map(|k| command::named_channel(k, &inner.client)),
+            );
+        }
+        let named = waiter.as_ref().map(|w| (inner.client.as_slice(), w.id()));
         let n = inner.n();
         let timeout_us = u64::try_from(timeout.as_micros()).unwrap_or(u64::MAX);
-        let Some(l) = Listener::start(&inner.transport, n, &channels, quorum(n), timeout_us).await
+        let Some(l) =
+            Listener::start(&inner.transport, n, &channels, named, quorum(n), timeout_us).await
         else {
             return (None, false);
         };
-        // The marks go out before the check on each node: a release after them publishes.
-        collect_marks(
-            (0..n)
-                .flat_map(|i| send_marks(&inner, i, &marks, Traffic::Any))
-                .collect(),
-        );
+        // The marks go out before the check on each node: a release after them wakes the
+        // first in line.
+        if let Some(w) = &waiter {
+            w.mark_all(false);
+        }
         let round = inner
             .round(
                 &inner.all(),
@@ -263,30 +288,6 @@ fn listen(
             .await;
         (Some(l), vacant(&round, n))
     })
-}
-
-/// Writes the waiter's `marks` ([`command::mark`]) to node `node` now; the futures only
-/// collect their replies, which carry nothing (a refused mark only costs a notice).
-fn send_marks(
-    inner: &Rc<Inner>,
-    node: usize,
-    marks: &[command::Command],
-    traffic: Traffic,
-) -> Vec<Local<std::result::Result<command::Reply, (NodeKind, String)>>> {
-    marks
-        .iter()
-        .map(|m| inner.request(node, m, traffic))
-        .collect()
-}
-
-/// Collects the replies of marks already written, in the background: a mark's reply carries
-/// nothing, and a node that never answers must not hold up the acquisition.
-fn collect_marks(marks: Vec<Local<std::result::Result<command::Reply, (NodeKind, String)>>>) {
-    if !marks.is_empty() {
-        wasm_bindgen_futures::spawn_local(async move {
-            futures_util::future::join_all(marks).await;
-        });
-    }
 }
 
 /// Starts releasing `value` on `nodes` now; the future ends when every node answered or

@@ -16,7 +16,7 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use js_sys::Function;
 use quorumlock_proto::acquisition::Member;
-use quorumlock_proto::command::{Command, Failure, Reply, Script};
+use quorumlock_proto::command::{self, Command, Failure, Reply, Script};
 use quorumlock_proto::error::{Error, ErrorKind};
 use quorumlock_proto::probe::{self, Decision, Facts};
 use quorumlock_proto::quorum::{Decide, Round, quorum};
@@ -25,7 +25,7 @@ use quorumlock_proto::round::{Answer, Tally};
 use quorumlock_proto::warning::WarningKind;
 use wasm_bindgen::JsValue;
 
-use crate::js::{Sleep, Transport, now_us, reply_text};
+use crate::js::{Sleep, Transport, now_us, random8, reply_text};
 use crate::options::Settings;
 
 /// A boxed local future.
@@ -75,13 +75,25 @@ pub struct Inner {
     on_warning: Option<Function>,
     warned: RefCell<HashSet<(WarningKind, usize)>>,
     pub closed: Cell<bool>,
-    /// Set once a node refused a release that reads waiter flags (`NOPERM`: an ACL without
-    /// `MGET` or the flag keys); releases then publish every deleted key.
-    flagless: Cell<bool>,
+    /// This client's id in its waiters' ids and named release channels (REDLOCK.md §9):
+    /// 16 random hex digits.
+    pub client: Vec<u8>,
+    /// The number of the next waiter ([`Inner::waiter_id`]).
+    waiters: Cell<u64>,
 }
 
 fn sha1_hex(text: &str) -> String {
     sha1_smol::Sha1::from(text).digest().to_string()
+}
+
+/// A new client id: 16 hex digits from `crypto.getRandomValues` (zeros only when it fails,
+/// and then no acquisition starts, let alone waits: lock values come from the same source).
+fn client_id() -> Vec<u8> {
+    random8()
+        .iter()
+        .flat_map(|b| [b >> 4, b & 15])
+        .map(|d| b"0123456789abcdef"[usize::from(d)])
+        .collect()
 }
 
 /// How soon a node whose probe failed is probed again when traffic wants it.
@@ -120,7 +132,8 @@ impl Inner {
             on_warning,
             warned: RefCell::new(HashSet::new()),
             closed: Cell::new(false),
-            flagless: Cell::new(false),
+            client: client_id(),
+            waiters: Cell::new(0),
             members,
         }
     }
@@ -483,9 +496,8 @@ impl Inner {
         tally.into_round()
     }
 
-    /// Releases `value` on `nodes` (compare-and-delete), each bounded by `timeout`. Nodes
-    /// whose ACL refuses the release reading waiter flags are released again without them,
-    /// and so is every later release (REDLOCK.md §9).
+    /// Releases `value` on `nodes` (compare-and-delete), each bounded by `timeout`, telling
+    /// waiters as [`Inner::notify`] says.
     pub async fn release_on(
         self: &Rc<Self>,
         nodes: &[usize],
@@ -493,65 +505,26 @@ impl Inner {
         value: &str,
         timeout: Duration,
     ) -> Report {
-        use quorumlock_proto::command::{acl_refusal, reads_flags};
-        let notify = self.notify();
-        let report = self
-            .release_round(nodes, keys, value, timeout, notify)
-            .await;
-        let refused: Vec<usize> = report
-            .nodes()
-            .iter()
-            .filter(|r| acl_refusal(r.kind, r.detail.as_deref().unwrap_or("")))
-            .map(|r| r.index)
-            .collect();
-        if !reads_flags(keys, notify) || refused.is_empty() {
-            return report;
-        }
-        self.flagless.set(true);
-        let again = self
-            .release_round(&refused, keys, value, timeout, notify.without_flags())
-            .await;
-        let merged = report
-            .nodes()
-            .iter()
-            .map(|r| {
-                again
-                    .nodes()
-                    .iter()
-                    .find(|a| a.index == r.index && refused.contains(&r.index))
-                    .unwrap_or(r)
-                    .clone()
-            })
-            .collect();
-        Report::new(merged)
-    }
-
-    async fn release_round(
-        self: &Rc<Self>,
-        nodes: &[usize],
-        keys: &[Vec<u8>],
-        value: &str,
-        timeout: Duration,
-        notify: quorumlock_proto::command::Notify,
-    ) -> Report {
         let n = keys.len();
-        let cmd = quorumlock_proto::command::release(keys, value, notify);
+        let cmd = command::release(keys, value, self.notify());
         self.round(nodes, Decide::All, timeout, Traffic::Any, &cmd, |r| {
-            quorumlock_proto::command::read_release(r, n)
-                .map(|(deleted, other)| quorumlock_proto::command::release_kind(deleted, other, n))
+            command::read_release(r, n)
+                .map(|(deleted, other)| command::release_kind(deleted, other, n))
         })
         .await
         .into_report()
     }
 
-    /// How this client's releases tell waiters: without waiter flags once a node refused them.
-    pub fn notify(&self) -> quorumlock_proto::command::Notify {
-        let notify = quorumlock_proto::command::Notify::of(self.s.notify, self.s.key_format);
-        if self.flagless.get() {
-            notify.without_flags()
-        } else {
-            notify
-        }
+    /// How this client's releases tell waiters (REDLOCK.md §9).
+    pub fn notify(&self) -> command::Notify {
+        command::Notify::of(self.s.notify, self.s.key_format)
+    }
+
+    /// A new waiter id of this client ([`command::waiter_id`]).
+    pub fn waiter_id(&self) -> Vec<u8> {
+        let n = self.waiters.get();
+        self.waiters.set(n.wrapping_add(1));
+        command::waiter_id(&self.client, n)
     }
 
     /// Every node index.

@@ -279,6 +279,12 @@ pub fn settle(id: u32, ok: bool, value: JsValue) {
 
 struct Heard {
     nodes: Vec<bool>,
+    /// The waiter's id (empty for a waiter in no line).
+    id: String,
+    /// `:<client>`, the end of the waiter's named channels (empty for a waiter in no line).
+    suffix: String,
+    /// Whether a notice since the last reset named this waiter.
+    named: bool,
     waker: Option<Waker>,
 }
 
@@ -287,15 +293,33 @@ thread_local! {
     static NEXT_LISTENER: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
-/// A release notice for listener `listener` from node `node`. Called by the package's
-/// transport wrapper; a listener that is gone is ignored.
+/// A message on `channel` (with `message`) for listener `listener` from node `node`: a
+/// release notice (REDLOCK.md §9). A message on the waiter's named channel carries the id of
+/// the waiter the release popped from the key's line: it counts for that waiter only, while
+/// that waiter still listens in this isolate, and as a plain notice otherwise. Called by the
+/// package's transport wrapper; a listener that is gone is ignored.
 #[wasm_bindgen]
-pub fn notice(listener: u32, node: u32) {
+pub fn notice(listener: u32, node: u32, channel: JsValue, message: JsValue) {
     let waker = LISTENERS.with(|l| {
         let mut l = l.borrow_mut();
+        let me = l.get(&listener)?;
+        let named = match (channel.as_string(), message.as_string()) {
+            (Some(c), Some(m))
+                if !me.suffix.is_empty() && !m.is_empty() && c.ends_with(&me.suffix) =>
+            {
+                Some(m)
+            }
+            _ => None,
+        };
+        let mine = named.as_ref().is_some_and(|m| *m == me.id);
+        if !mine && named.is_some_and(|m| l.values().any(|h| h.id == m)) {
+            // The waiter it names listens here: the notice is that waiter's.
+            return None;
+        }
         let heard = l.get_mut(&listener)?;
         let slot = heard.nodes.get_mut(usize::try_from(node).ok()?)?;
         *slot = true;
+        heard.named |= mine;
         heard.waker.take()
     });
     if let Some(w) = waker {
@@ -313,13 +337,15 @@ pub struct Listener {
 
 impl Listener {
     /// Subscribes every node to `channels` and waits (up to `timeout_us`) until the
-    /// subscriptions are live. `None` when the transport has no pub/sub or no node could
-    /// subscribe: the caller polls. The threshold is the quorum, or every live node when
-    /// fewer are live.
+    /// subscriptions are live. `waiter` is `(client id, waiter id)` for a waiter standing in
+    /// its keys' lines, whose `channels` include its client's named ones. `None` when the
+    /// transport has no pub/sub or no node could subscribe: the caller polls. The threshold
+    /// is the quorum, or every live node when fewer are live.
     pub async fn start(
         host: &Transport,
         n: usize,
         channels: &[Vec<u8>],
+        waiter: Option<(&[u8], &[u8])>,
         quorum: usize,
         timeout_us: u64,
     ) -> Option<Listener> {
@@ -328,11 +354,20 @@ impl Listener {
             c.set(id.wrapping_add(1));
             id
         });
+        let (suffix, waiter) = waiter.map_or_else(Default::default, |(client, w)| {
+            (
+                format!(":{}", String::from_utf8_lossy(client)),
+                String::from_utf8_lossy(w).into_owned(),
+            )
+        });
         LISTENERS.with(|l| {
             l.borrow_mut().insert(
                 id,
                 Heard {
                     nodes: vec![false; n],
+                    id: waiter,
+                    suffix,
+                    named: false,
                     waker: None,
                 },
             )
@@ -373,13 +408,18 @@ impl Listener {
         Some(listener)
     }
 
-    /// Forgets what was heard: called as an attempt starts.
-    pub fn reset(&self) {
+    /// Forgets what was heard: called as an attempt starts. Returns whether a notice since
+    /// the last reset named this waiter (the attempt answers a release that popped it from
+    /// a line).
+    pub fn reset(&self) -> bool {
         LISTENERS.with(|l| {
-            if let Some(h) = l.borrow_mut().get_mut(&self.id) {
-                h.nodes.iter_mut().for_each(|x| *x = false);
-            }
-        });
+            let mut l = l.borrow_mut();
+            let Some(h) = l.get_mut(&self.id) else {
+                return false;
+            };
+            h.nodes.iter_mut().for_each(|x| *x = false);
+            std::mem::take(&mut h.named)
+        })
     }
 
     /// Ready once notices came from the threshold's number of nodes since the last reset.

@@ -15,6 +15,7 @@ mod engine;
 mod js;
 mod lock;
 mod options;
+mod waiter;
 
 use std::rc::Rc;
 use std::sync::Arc;
