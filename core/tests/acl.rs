@@ -40,13 +40,12 @@ const MINIMAL: &[&str] = &[
     "+config|get",
     "+zadd",
     "+zrange",
-    "+zscore",
     "+zpopmin",
     "+zrem",
 ];
 
 /// The sorted-set commands of waiters' lines (REDLOCK.md §9).
-const LINES: &[&str] = &["+zadd", "+zrange", "+zscore", "+zpopmin", "+zrem"];
+const LINES: &[&str] = &["+zadd", "+zrange", "+zpopmin", "+zrem"];
 
 /// Redis 7.2 and later: redis-rs names itself with `CLIENT SETINFO` on connect (it ignores
 /// a refusal, but the refusal fills `ACL LOG`).

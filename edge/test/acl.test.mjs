@@ -16,8 +16,8 @@ const OLD_RULE = [
   '+evalsha', '+eval', '+get', '+del', '+pexpire', '+pttl', '+time', '+publish', '+subscribe',
   '+unsubscribe', '+ping', '+info', '+config|get', '+client',
 ]
-const QUEUE_RULE = [...OLD_RULE, '+zadd', '+zrange', '+zscore', '+zpopmin', '+zrem']
-const ZSET_COMMANDS = new Set(['zadd', 'zrange', 'zscore', 'zpopmin', 'zrem'])
+const QUEUE_RULE = [...OLD_RULE, '+zadd', '+zrange', '+zpopmin', '+zrem']
+const ZSET_COMMANDS = new Set(['zadd', 'zrange', 'zpopmin', 'zrem'])
 
 let admin
 

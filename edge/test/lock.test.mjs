@@ -214,12 +214,18 @@ test('a waiter wakes at a release notice, not after its retry delay, and closes 
   assert.equal(await connections(redis[0]), before, 'the subscriber connection is closed again')
 })
 
+/** The waiter flag of resource `name`, and a reader of its line on every node. */
+function line (name) {
+  const flag = `${Buffer.from(client.key(name)).toString()}:w`
+  return { flag, lines: () => Promise.all(redis.map((r) => r.zrange(flag, 0, -1))) }
+}
+const pause = (ms) => new Promise((r) => setTimeout(r, ms))
+/** Waits whose retries come long after any notice. */
+const slow = { ttlMs: 5000, retryCount: 3, retryDelayMs: 5000, retryJitterMs: 0 }
+
 test('waiters queue on the waiter flag; a release wakes the first by name; ended calls leave the line', async () => {
   const name = unique('queue')
-  const flag = `${Buffer.from(client.key(name)).toString()}:w`
-  const lines = () => Promise.all(redis.map((r) => r.zrange(flag, 0, -1)))
-  const pause = (ms) => new Promise((r) => setTimeout(r, ms))
-  const slow = { ttlMs: 5000, retryCount: 3, retryDelayMs: 5000, retryJitterMs: 0 }
+  const { flag, lines } = line(name)
   const holder = await other.acquire(name, { ttlMs: 5000 })
   // Two waiters of one client, then one of another client that gives up.
   const first = client.acquire(name, slow)
@@ -260,9 +266,7 @@ test('waiters queue on the waiter flag; a release wakes the first by name; ended
 test('a waiter named by a release whose attempt loses stands first in line again', async () => {
   const name = unique('requeue')
   const key = Buffer.from(client.key(name)).toString()
-  const lines = () => Promise.all(redis.map((r) => r.zrange(`${key}:w`, 0, -1)))
-  const pause = (ms) => new Promise((r) => setTimeout(r, ms))
-  const slow = { ttlMs: 5000, retryCount: 3, retryDelayMs: 5000, retryJitterMs: 0 }
+  const { lines } = line(name)
   const holder = await other.acquire(name, { ttlMs: 5000 })
   const ahead = other.acquire(name, slow)
   await pause(400)
