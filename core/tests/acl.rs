@@ -28,6 +28,7 @@ const MINIMAL: &[&str] = &[
     "+evalsha",
     "+eval",
     "+get",
+    "+mget",
     "+del",
     "+pexpire",
     "+pttl",
@@ -189,62 +190,86 @@ async fn a_missing_permission_names_the_node_and_the_command() {
 }
 
 #[tokio::test]
-async fn releases_work_and_wake_waiters_under_the_rule_before_queues() {
-    // The rule documented before waiters' lines (REDLOCK.md §9) has no sorted-set commands:
-    // a waiter's MARK leaves a plain mark, a release publishes to every client while it
-    // exists, and the waiter still wakes at once. Nothing fails: the refused commands run
+async fn releases_work_and_wake_waiters_under_the_rules_before_lines() {
+    // The rules documented before waiters' lines (REDLOCK.md §9) have no sorted-set commands
+    // (2026-12-06), and before waiter flags no MGET either: a waiter's MARK then marks the
+    // flag only, a release publishes to every client while it exists (without MGET: every
+    // time), and the waiter still wakes at once. Nothing fails: the refused commands run
     // under pcall.
     let c = cluster(3);
-    let mut rule: Vec<&str> = MINIMAL
+    let flags: Vec<&str> = MINIMAL
         .iter()
         .copied()
         .filter(|r| !LINES.contains(r))
         .collect();
-    rule.push("+mget");
-    set_user(&c, "oldrule", &rule);
-    let warnings = Arc::new(Mutex::new(Vec::new()));
-    let holder = connect(urls(&c, "oldrule", PASSWORD), warnings.clone()).await;
-    let waiter = connect(urls(&c, "oldrule", PASSWORD), warnings.clone()).await;
-    let lock = holder.acquire(["acl:old"]).await.unwrap();
-    let task = wait_for(waiter, "acl:old");
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let flag = [holder.key("acl:old").as_slice(), b":w"].concat();
-    for i in 0..c.len() {
-        let t = c.command(i, &[b"TYPE", &flag]).unwrap();
-        assert_eq!(t, Reply::Simple("string".into()), "node {i}: a plain mark");
-    }
-    let released_at = quorumlock::MonoTime::now();
-    let report = lock.release().await.unwrap();
-    assert_eq!(report.count(NodeKind::Released), 3, "{report}");
-    let (won, waiter) = task.await.unwrap();
-    let won = won.expect("the waiter gets the lock");
-    let gap = quorumlock::MonoTime::now().saturating_since(released_at);
-    assert!(gap < Duration::from_millis(1_500), "woken after {gap:?}");
-    assert!(waiter.metrics().wakeups >= 1, "woken by the release notice");
-    // (The waiter may have won on a quorum only: woken by two notices, it can reach the third
-    // node before the holder's release there.)
-    let report = won.release().await.unwrap();
-    assert!(report.was_held_by_quorum(), "{report}");
-    let again = holder.acquire(["acl:again"]).await.unwrap();
-    let report = again.release().await.unwrap();
-    assert_eq!(report.count(NodeKind::Released), 3, "{report}");
-    assert!(warnings.lock().unwrap().is_empty());
-    // What the rule refused: the lines' commands only.
-    for i in 0..c.len() {
-        let Reply::Array(entries) = c.command(i, &[b"ACL", b"LOG"]).unwrap() else {
-            panic!()
+    let oldest: Vec<&str> = flags.iter().copied().filter(|r| *r != "+mget").collect();
+    for (user, rule, refused) in [
+        ("flags", &flags, &LINES[..]),
+        (
+            "oldest",
+            &oldest,
+            &["+zadd", "+zrange", "+zpopmin", "+zrem", "+mget"][..],
+        ),
+    ] {
+        set_user(&c, user, rule);
+        let warnings = Arc::new(Mutex::new(Vec::new()));
+        let holder = connect(urls(&c, user, PASSWORD), warnings.clone()).await;
+        let waiter = connect(urls(&c, user, PASSWORD), warnings.clone()).await;
+        let resource: &'static str = if user == "flags" {
+            "acl:flags"
+        } else {
+            "acl:oldest"
         };
-        for e in &entries {
-            let Reply::Array(fields) = e else { panic!() };
-            let at = fields
-                .iter()
-                .position(|f| f.as_bytes() == Some(&b"object"[..]))
-                .unwrap();
-            let object = String::from_utf8_lossy(fields[at + 1].as_bytes().unwrap()).into_owned();
-            assert!(
-                LINES.contains(&format!("+{object}").as_str()),
-                "node {i}: {object}"
-            );
+        let lock = holder.acquire([resource]).await.unwrap();
+        let task = wait_for(waiter, resource);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let queue = [holder.key(resource).as_slice(), b":q"].concat();
+        for i in 0..c.len() {
+            let exists = c.command(i, &[b"EXISTS", &queue]).unwrap();
+            assert_eq!(exists, Reply::Int(0), "{user}, node {i}: no line");
+        }
+        let released_at = quorumlock::MonoTime::now();
+        let report = lock.release().await.unwrap();
+        assert_eq!(report.count(NodeKind::Released), 3, "{report}");
+        let (won, waiter) = task.await.unwrap();
+        let won = won.expect("the waiter gets the lock");
+        let gap = quorumlock::MonoTime::now().saturating_since(released_at);
+        assert!(
+            gap < Duration::from_millis(1_500),
+            "{user}: woken after {gap:?}"
+        );
+        assert!(
+            waiter.metrics().wakeups >= 1,
+            "{user}: woken by the release notice"
+        );
+        // (The waiter may have won on a quorum only: woken by two notices, it can reach the
+        // third node before the holder's release there.)
+        let report = won.release().await.unwrap();
+        assert!(report.was_held_by_quorum(), "{report}");
+        let again = holder.acquire([format!("{resource}:again")]).await.unwrap();
+        let report = again.release().await.unwrap();
+        assert_eq!(report.count(NodeKind::Released), 3, "{report}");
+        assert!(warnings.lock().unwrap().is_empty());
+        // What the rule refused: the lines' commands (and MGET) only.
+        for i in 0..c.len() {
+            let Reply::Array(entries) = c.command(i, &[b"ACL", b"LOG"]).unwrap() else {
+                panic!()
+            };
+            for e in &entries {
+                let Reply::Array(fields) = e else { panic!() };
+                let at = |name: &[u8]| {
+                    let at = fields.iter().position(|f| f.as_bytes() == Some(name));
+                    String::from_utf8_lossy(fields[at.unwrap() + 1].as_bytes().unwrap())
+                        .into_owned()
+                };
+                if at(b"username") == user {
+                    let object = format!("+{}", at(b"object"));
+                    assert!(
+                        refused.contains(&object.as_str()),
+                        "{user}, node {i}: {object}"
+                    );
+                }
+            }
         }
     }
 }

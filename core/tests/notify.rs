@@ -191,8 +191,9 @@ async fn a_denied_channel_falls_back_to_polling() {
 #[tokio::test]
 async fn a_release_publishes_only_the_keys_a_waiter_marked() {
     // A waiter marks a key's waiter flag `<key>:w` before it waits (REDLOCK.md §9); a release
-    // publishes only when it exists. Here x holds an older client's plain mark on every node
-    // and y none: x is published to every client once per node, y never.
+    // publishes only when it exists. Here x is marked on every node, with nobody in its line
+    // (an older client's waiter), and y nowhere: x is published to every client once per
+    // node, y never.
     let c = cluster(3);
     let client = client(&c).await;
     let (x, y) = (client.key("notify:x"), client.key("notify:y"));
@@ -219,13 +220,16 @@ async fn a_release_publishes_only_the_keys_a_waiter_marked() {
 
 #[tokio::test]
 async fn a_release_pops_the_first_waiter_and_names_it_on_its_client_s_channel() {
-    // A flag that is a line (a sorted set of waiter ids) loses its first waiter to each
-    // release, which publishes that waiter's id on `<key>:released:<client>` and nothing on
-    // the channel every client hears.
+    // While the flag exists, a key's line (a sorted set of waiter ids) loses its first waiter
+    // to each release, which publishes that waiter's id on `<key>:released:<client>` and
+    // nothing on the channel every client hears.
     let c = cluster(3);
     let client = client(&c).await;
     let x = client.key("notify:line");
-    let flag = [x.as_slice(), b":w"].concat();
+    let (flag, queue) = (
+        [x.as_slice(), b":w"].concat(),
+        [x.as_slice(), b":q"].concat(),
+    );
     let lock = client.acquire(["notify:line"]).await.unwrap();
     let plain = [x.as_slice(), b":released"].concat();
     let named = [x.as_slice(), b":released:cl"].concat();
@@ -233,21 +237,22 @@ async fn a_release_pops_the_first_waiter_and_names_it_on_its_client_s_channel() 
         .map(|i| Subscriber::on(&c, i, &[plain.clone(), named.clone()]))
         .collect();
     for i in 0..c.len() {
-        c.command(i, &[b"ZADD", &flag, b"1", b"cl.1", b"2", b"other.9"])
+        c.command(i, &[b"ZADD", &queue, b"1", b"cl.1", b"2", b"other.9"])
+            .unwrap();
+        c.command(i, &[b"SET", &flag, b"1", b"PX", b"60000"])
             .unwrap();
     }
     lock.release().await.unwrap();
     for (i, s) in subs.iter_mut().enumerate() {
         c.command(i, &[b"PUBLISH", &plain, b"end"]).unwrap();
         assert_eq!(s.messages(2), vec![b"cl.1".to_vec(), b"end".to_vec()]);
-        let line = c.command(i, &[b"ZRANGE", &flag, b"0", b"-1"]).unwrap();
-        assert_eq!(line, Reply::Array(vec![Reply::Bulk(b"other.9".to_vec())]));
+        assert_eq!(line(&c, i, &queue), ["other.9"]);
     }
 }
 
-/// The waiter ids in `flag`'s line on node `i`, first first.
-fn line(c: &Cluster, i: usize, flag: &[u8]) -> Vec<String> {
-    match c.command(i, &[b"ZRANGE", flag, b"0", b"-1"]).unwrap() {
+/// The waiter ids in the line `queue` on node `i`, first first.
+fn line(c: &Cluster, i: usize, queue: &[u8]) -> Vec<String> {
+    match c.command(i, &[b"ZRANGE", queue, b"0", b"-1"]).unwrap() {
         Reply::Array(ids) => ids
             .iter()
             .map(|r| match r {
@@ -262,14 +267,15 @@ fn line(c: &Cluster, i: usize, flag: &[u8]) -> Vec<String> {
 #[tokio::test]
 async fn the_mark_script_keeps_the_line() {
     let c = cluster(1);
-    let mark = |flag: &[u8], id: &str, front: &str| {
+    let mark = |queue: &[u8], id: &str, front: &str| {
         c.command(
             0,
             &[
                 b"EVAL",
                 quorumlock_proto::scripts::MARK.as_bytes(),
-                b"1",
-                flag,
+                b"2",
+                b"q:{line}:w",
+                queue,
                 id.as_bytes(),
                 b"5000",
                 front.as_bytes(),
@@ -277,41 +283,52 @@ async fn the_mark_script_keeps_the_line() {
         )
         .unwrap()
     };
-    let flag = b"q:{line}:w";
+    let pttl = |key: &[u8]| match c.command(0, &[b"PTTL", key]).unwrap() {
+        Reply::Int(ms) => ms,
+        other => panic!("{other:?}"),
+    };
+    let (flag, queue) = (b"q:{line}:w", b"q:{line}:q");
     for id in ["a.1", "b.1", "c.1"] {
-        assert_eq!(mark(flag, id, "0"), Reply::Int(1));
+        assert_eq!(mark(queue, id, "0"), Reply::Int(1));
     }
     // Marking again keeps a waiter's place; front puts it first.
-    assert_eq!(mark(flag, "b.1", "0"), Reply::Int(1));
-    assert_eq!(line(&c, 0, flag), ["a.1", "b.1", "c.1"]);
-    mark(flag, "c.1", "1");
-    assert_eq!(line(&c, 0, flag), ["c.1", "a.1", "b.1"]);
-    mark(flag, "c.1", "1");
-    assert_eq!(line(&c, 0, flag), ["c.1", "a.1", "b.1"]);
+    assert_eq!(mark(queue, "b.1", "0"), Reply::Int(1));
+    assert_eq!(line(&c, 0, queue), ["a.1", "b.1", "c.1"]);
+    mark(queue, "c.1", "1");
+    assert_eq!(line(&c, 0, queue), ["c.1", "a.1", "b.1"]);
+    mark(queue, "c.1", "1");
+    assert_eq!(line(&c, 0, queue), ["c.1", "a.1", "b.1"]);
     // A waiter popped by a release joins at the back when it marks again.
-    c.command(0, &[b"ZPOPMIN", flag]).unwrap();
-    mark(flag, "c.1", "0");
-    assert_eq!(line(&c, 0, flag), ["a.1", "b.1", "c.1"]);
-    // The flag lives at least the mark's ttl, and a shorter mark does not shorten it.
-    c.command(0, &[b"PEXPIRE", flag, b"100"]).unwrap();
-    mark(flag, "a.1", "0");
-    let Reply::Int(ms) = c.command(0, &[b"PTTL", flag]).unwrap() else {
-        panic!()
-    };
-    assert!((4_000..=5_000).contains(&ms), "{ms}");
-    // An older client's plain mark stays a plain mark, renewed.
-    let old = b"q:{old}:w";
-    c.command(0, &[b"SET", old, b"1", b"PX", b"100"]).unwrap();
-    assert_eq!(mark(old, "a.1", "0"), Reply::Int(0));
-    assert_eq!(mark(old, "a.1", "1"), Reply::Int(0));
+    c.command(0, &[b"ZPOPMIN", queue]).unwrap();
+    mark(queue, "c.1", "0");
+    assert_eq!(line(&c, 0, queue), ["a.1", "b.1", "c.1"]);
+    // Flag and line live at least the mark's ttl: renewed to twice that when less is left,
+    // and a mark finding more left renews nothing (nor shortens anything).
     assert_eq!(
-        c.command(0, &[b"GET", old]).unwrap(),
+        c.command(0, &[b"GET", flag]).unwrap(),
         Reply::Bulk(b"1".to_vec())
     );
-    let Reply::Int(ms) = c.command(0, &[b"PTTL", old]).unwrap() else {
-        panic!()
-    };
-    assert!(ms > 4_000, "{ms}");
+    c.command(0, &[b"PEXPIRE", flag, b"100"]).unwrap();
+    c.command(0, &[b"PEXPIRE", queue, b"100"]).unwrap();
+    mark(queue, "a.1", "0");
+    for key in [&flag[..], queue] {
+        assert!((9_000..=10_000).contains(&pttl(key)), "{key:?}");
+    }
+    c.command(0, &[b"PEXPIRE", flag, b"60000"]).unwrap();
+    c.command(0, &[b"PEXPIRE", queue, b"6000"]).unwrap();
+    mark(queue, "a.1", "0");
+    assert!(pttl(flag) > 50_000 && (5_000..=6_000).contains(&pttl(queue)));
+    // A line that a release emptied (and so deleted) comes back with a ttl.
+    for _ in 0..3 {
+        c.command(0, &[b"ZPOPMIN", queue]).unwrap();
+    }
+    mark(queue, "d.1", "0");
+    assert!((9_000..=10_000).contains(&pttl(queue)));
+    // A line of another type (not ours) leaves the flag alone: releases wake every waiter.
+    let other = b"q:{line}:x";
+    c.command(0, &[b"SET", other, b"1"]).unwrap();
+    assert_eq!(mark(other, "a.1", "0"), Reply::Int(0));
+    assert_eq!(mark(other, "a.1", "1"), Reply::Int(0));
 }
 
 #[tokio::test]
@@ -322,7 +339,7 @@ async fn a_release_names_the_first_waiter_in_line_and_only_it_tries() {
     let c = cluster(3);
     let holder = client(&c).await;
     let (a, b) = (client(&c).await, client(&c).await);
-    let flag = [holder.key("notify:named").as_slice(), b":w"].concat();
+    let queue = [holder.key("notify:named").as_slice(), b":q"].concat();
     let lock = holder.acquire(["notify:named"]).await.unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut tasks = Vec::new();
@@ -341,7 +358,7 @@ async fn a_release_names_the_first_waiter_in_line_and_only_it_tries() {
         tokio::time::sleep(Duration::from_millis(400)).await;
     }
     for i in 0..c.len() {
-        assert_eq!(line(&c, i, &flag).len(), 2, "node {i}");
+        assert_eq!(line(&c, i, &queue).len(), 2, "node {i}");
     }
     let t0 = MonoTime::now();
     lock.release().await.unwrap();
@@ -365,7 +382,7 @@ async fn a_release_names_the_first_waiter_in_line_and_only_it_tries() {
     );
     // Each named waiter was popped where it was named: no line is left.
     for i in 0..c.len() {
-        assert!(line(&c, i, &flag).is_empty(), "node {i}");
+        assert!(line(&c, i, &queue).is_empty(), "node {i}");
     }
 }
 
@@ -376,11 +393,12 @@ async fn a_waiter_that_died_in_line_costs_one_hand_off_and_leaves() {
     let c = cluster(3);
     let holder = client(&c).await;
     let waiter = client(&c).await;
-    let flag = [holder.key("notify:dead").as_slice(), b":w"].concat();
+    let queue = [holder.key("notify:dead").as_slice(), b":q"].concat();
     let lock = holder.acquire(["notify:dead"]).await.unwrap();
     for i in 0..c.len() {
-        c.command(i, &[b"ZADD", &flag, b"-100", b"gone.1"]).unwrap();
-        c.command(i, &[b"PEXPIRE", &flag, b"60000"]).unwrap();
+        c.command(i, &[b"ZADD", &queue, b"-100", b"gone.1"])
+            .unwrap();
+        c.command(i, &[b"PEXPIRE", &queue, b"60000"]).unwrap();
     }
     let w = waiter.clone();
     let task = tokio::spawn(async move {
@@ -395,26 +413,28 @@ async fn a_waiter_that_died_in_line_costs_one_hand_off_and_leaves() {
     assert!(gap > Duration::from_millis(1_000), "hand-off took {gap:?}");
     for i in 0..c.len() {
         assert!(
-            !line(&c, i, &flag).contains(&"gone.1".to_owned()),
+            !line(&c, i, &queue).contains(&"gone.1".to_owned()),
             "node {i}"
         );
     }
     won.release().await.unwrap();
     // The winner left its line where the release had not popped it.
     for i in 0..c.len() {
-        assert!(line(&c, i, &flag).is_empty(), "node {i}");
+        assert!(line(&c, i, &queue).is_empty(), "node {i}");
     }
 }
 
 #[tokio::test]
 async fn a_waiter_marks_at_its_check_and_renews_the_mark_before_it_lapses() {
-    // The waiter polls every 2 s (250 ms node timeout): its marks last 2 x 2.75 s. The holder
-    // keeps the lock 7 s, past the first mark's end: only a mark renewed by a later attempt
-    // makes the release publish, and the waiter then takes the lock at once.
+    // The waiter polls every 2 s (250 ms node timeout): its marks last at least 2 x 2.75 s
+    // (a flag with less left is renewed to twice that). The holder keeps the lock 12 s, past
+    // the first mark's end: only a mark renewed by a later attempt makes the release publish,
+    // and the waiter then takes the lock at once.
     let c = cluster(3);
     let holder = client(&c).await;
     let waiter = client(&c).await;
     let flag = [holder.key("notify:m").as_slice(), b":w"].concat();
+    let queue = [holder.key("notify:m").as_slice(), b":q"].concat();
     let pttl = |i: usize| match c.command(i, &[b"PTTL", &flag]).unwrap() {
         Reply::Int(ms) => ms,
         other => panic!("{other:?}"),
@@ -425,7 +445,8 @@ async fn a_waiter_marks_at_its_check_and_renews_the_mark_before_it_lapses() {
         .unwrap();
     let w = waiter.clone();
     let task = tokio::spawn(async move {
-        let l = w.acquire_with(["notify:m"], &slow_poll()).await.unwrap();
+        let patient = slow_poll().retry_count(10);
+        let l = w.acquire_with(["notify:m"], &patient).await.unwrap();
         (MonoTime::now(), l)
     });
     // The first attempt does not mark (most never wait); the check after subscribing does.
@@ -437,10 +458,10 @@ async fn a_waiter_marks_at_its_check_and_renews_the_mark_before_it_lapses() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let ms = pttl(i);
-        assert!((3_000..=5_502).contains(&ms), "node {i}: {ms} ms");
+        assert!((9_000..=11_004).contains(&ms), "node {i}: {ms} ms");
     }
     tokio::time::sleep(
-        Duration::from_millis(7_000).saturating_sub(MonoTime::now().saturating_since(t0)),
+        Duration::from_millis(12_000).saturating_sub(MonoTime::now().saturating_since(t0)),
     )
     .await;
     let released_at = MonoTime::now();
@@ -451,11 +472,15 @@ async fn a_waiter_marks_at_its_check_and_renews_the_mark_before_it_lapses() {
     assert_eq!(waiter.metrics().wakeups, 1);
     let report = won.release().await.unwrap();
     assert!(report.was_held_by_quorum(), "{report}");
-    // The holder's release named the waiter on every node. (A timed attempt of the waiter
-    // racing that release may put it back in line on a node and then clean it there, which
-    // names it once more.)
+    // The holder's release named the waiter on every node; the winner's published where it
+    // released (the flag lives on, with nobody in line: the plain notice for waiters of older
+    // clients). (A timed attempt of the waiter racing the holder's release may put it back in
+    // line on a node and then clean it there, which names it once more.)
     let published: Vec<i64> = (0..c.len()).map(|i| calls(&c, i, &["publish"])).collect();
-    assert!(published.iter().all(|&n| n >= 1), "{published:?}");
+    for n in report.nodes() {
+        let winner = i64::from(n.kind == NodeKind::Released);
+        assert!(published[n.index] >= 1 + winner, "{published:?} {report}");
+    }
     // An uncontended release publishes nothing.
     let quiet = holder.acquire(["notify:quiet"]).await.unwrap();
     quiet.release().await.unwrap();
@@ -463,7 +488,7 @@ async fn a_waiter_marks_at_its_check_and_renews_the_mark_before_it_lapses() {
     assert_eq!(after, published);
     // And no line is left behind.
     for i in 0..c.len() {
-        assert!(line(&c, i, &flag).is_empty(), "node {i}");
+        assert!(line(&c, i, &queue).is_empty(), "node {i}");
     }
 }
 
@@ -490,10 +515,15 @@ async fn a_waiter_that_keeps_losing_renews_its_mark_about_once_per_half_its_life
     assert_eq!(e.attempts(), 13, "{e}");
     lock.release().await.unwrap();
     for i in 0..c.len() {
-        // 13 attempts' SET NX; the check's mark and its renewals (MARK goes out as EVAL).
-        assert_eq!(calls(&c, i, &["set"]), 13, "node {i}");
+        // The check's mark and its renewals (MARK goes out as EVAL; it renews the flag with a
+        // SET when the flag would lapse before the mark's ttl, next to the 13 attempts' SET NX).
         let marks = calls(&c, i, &["eval"]);
         assert!((1..=6).contains(&marks), "node {i}: {marks} marks");
+        let sets = calls(&c, i, &["set"]) - 13;
+        assert!(
+            (1..=marks).contains(&sets),
+            "node {i}: {sets} flag renewals"
+        );
     }
 }
 

@@ -1,9 +1,9 @@
 // Releases and waits under ACL rules (REDLOCK.md §9, docs/SECURITY.md §4). The rule with the
-// sorted-set commands lets waiters stand in the key's line (`<key>:w`, a sorted set of waiter
-// ids) and a release wake the first by name, with nothing refused. Under the rule before
-// queues (no ZSET commands) a waiter's mark falls back to a plain flag, a release still
-// deletes on every node and wakes the waiter with a plain notice, and only the refused
-// sorted-set commands show in ACL LOG.
+// sorted-set commands lets waiters mark the key's flag (`<key>:w`) and stand in its line
+// (`<key>:q`, a sorted set of waiter ids) and a release wake the first by name, with nothing
+// refused. Under the rule before lines (no ZSET commands) a waiter's mark sets the flag only,
+// a release still deletes on every node and wakes the waiter with a plain notice, and only
+// the refused sorted-set commands show in ACL LOG.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import Redis from 'ioredis'
@@ -13,7 +13,7 @@ import { NODE_URLS, ioredisClients, quitAll, unique } from './harness.mjs'
 const PASSWORD = 'Edge-acl-rule-pw'
 const OLD_RULE = [
   'resetkeys', '~quorumlock:*', 'resetchannels', '&quorumlock:*', '-@all', '+set', '+exists',
-  '+evalsha', '+eval', '+get', '+del', '+pexpire', '+pttl', '+time', '+publish', '+subscribe',
+  '+evalsha', '+eval', '+get', '+mget', '+del', '+pexpire', '+pttl', '+time', '+publish', '+subscribe',
   '+unsubscribe', '+ping', '+info', '+config|get', '+client',
 ]
 const QUEUE_RULE = [...OLD_RULE, '+zadd', '+zrange', '+zpopmin', '+zrem']
@@ -62,7 +62,7 @@ async function handOff(holder, waiter, whileWaiting) {
   const lock = await holder.acquire(name, { ttlMs: 5000 })
   const waiting = waiter.acquire(name, { ttlMs: 5000, retryCount: 3, retryDelayMs: 3000, retryJitterMs: 0 })
   await new Promise((r) => setTimeout(r, 400))
-  await whileWaiting(`${Buffer.from(holder.key(name)).toString()}:w`)
+  await whileWaiting(`${Buffer.from(holder.key(name)).toString()}:q`)
   const released = performance.now()
   const report = await lock.release()
   assert.equal(report.releasedCount, 5)
@@ -78,8 +78,8 @@ async function handOff(holder, waiter, whileWaiting) {
 test('with the sorted-set commands a waiter stands in line and nothing is refused', async () => {
   const user = `edge-queue-rule-${process.pid}`
   await asUser(user, QUEUE_RULE, async (holder, waiter) => {
-    await handOff(holder, waiter, async (flag) => {
-      const types = await Promise.all(admin.map((r) => r.type(flag)))
+    await handOff(holder, waiter, async (line) => {
+      const types = await Promise.all(admin.map((r) => r.type(line)))
       assert.deepEqual(types, ['zset', 'zset', 'zset', 'zset', 'zset'])
     })
     const again = await holder.acquire(unique('acl'), { ttlMs: 5000 })
@@ -91,9 +91,11 @@ test('with the sorted-set commands a waiter stands in line and nothing is refuse
 test('without the sorted-set commands marks are plain flags, and releases delete and wake', async () => {
   const user = `edge-old-rule-${process.pid}`
   await asUser(user, OLD_RULE, async (holder, waiter) => {
-    await handOff(holder, waiter, async (flag) => {
-      const types = await Promise.all(admin.map((r) => r.type(flag)))
-      assert.deepEqual(types, ['string', 'string', 'string', 'string', 'string'], 'a plain mark')
+    await handOff(holder, waiter, async (line) => {
+      const types = await Promise.all(admin.map((r) => r.type(line)))
+      assert.deepEqual(types, ['none', 'none', 'none', 'none', 'none'], 'no line, the flag only')
+      const flags = await Promise.all(admin.map((r) => r.type(line.replace(/:q$/, ':w'))))
+      assert.deepEqual(flags, ['string', 'string', 'string', 'string', 'string'])
     })
     const again = await holder.acquire(unique('acl'), { ttlMs: 5000 })
     assert.equal((await again.release()).releasedCount, 5)

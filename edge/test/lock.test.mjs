@@ -214,18 +214,18 @@ test('a waiter wakes at a release notice, not after its retry delay, and closes 
   assert.equal(await connections(redis[0]), before, 'the subscriber connection is closed again')
 })
 
-/** The waiter flag of resource `name`, and a reader of its line on every node. */
+/** The line of waiters of resource `name`, and a reader of it on every node. */
 function line (name) {
-  const flag = `${Buffer.from(client.key(name)).toString()}:w`
-  return { flag, lines: () => Promise.all(redis.map((r) => r.zrange(flag, 0, -1))) }
+  const queue = `${Buffer.from(client.key(name)).toString()}:q`
+  return { queue, lines: () => Promise.all(redis.map((r) => r.zrange(queue, 0, -1))) }
 }
 const pause = (ms) => new Promise((r) => setTimeout(r, ms))
 /** Waits whose retries come long after any notice. */
 const slow = { ttlMs: 5000, retryCount: 3, retryDelayMs: 5000, retryJitterMs: 0 }
 
-test('waiters queue on the waiter flag; a release wakes the first by name; ended calls leave the line', async () => {
+test('waiters queue in the key line; a release wakes the first by name; ended calls leave the line', async () => {
   const name = unique('queue')
-  const { flag, lines } = line(name)
+  const { queue, lines } = line(name)
   const holder = await other.acquire(name, { ttlMs: 5000 })
   // Two waiters of one client, then one of another client that gives up.
   const first = client.acquire(name, slow)
@@ -260,7 +260,7 @@ test('waiters queue on the waiter flag; a release wakes the first by name; ended
   const lockB = await second
   assert.equal(lockB.attempts, 2, 'one wake-up: the first release named the other waiter')
   await lockB.release()
-  assert.deepEqual(await Promise.all(redis.map((r) => r.exists(flag))), [0, 0, 0, 0, 0], 'no line is left')
+  assert.deepEqual(await Promise.all(redis.map((r) => r.exists(queue))), [0, 0, 0, 0, 0], 'no line is left')
 })
 
 test('a waiter named by a release whose attempt loses stands first in line again', async () => {
@@ -285,5 +285,5 @@ test('a waiter named by a release whose attempt loses stands first in line again
   assert.equal(lockA.attempts, 3)
   await lockA.release()
   await (await ahead).release()
-  assert.deepEqual(await Promise.all(redis.map((r) => r.exists(`${key}:w`))), [0, 0, 0, 0, 0])
+  assert.deepEqual(await Promise.all(redis.map((r) => r.exists(`${key}:q`))), [0, 0, 0, 0, 0])
 })

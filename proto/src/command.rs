@@ -90,10 +90,10 @@ pub enum Command {
     },
     /// `EXISTS keys...`.
     Exists(Vec<Vec<u8>>),
-    /// `ZREM flag waiter`: a waiter leaves the line of a lock key ([`unmark`]).
+    /// `ZREM line waiter`: a waiter leaves the line of a lock key ([`unmark`]).
     Unmark {
-        /// The waiter flag ([`waiter_flag`]).
-        flag: Vec<u8>,
+        /// The key's line ([`waiter_line`]).
+        line: Vec<u8>,
         /// The waiter id ([`waiter_id`]).
         waiter: Vec<u8>,
     },
@@ -125,8 +125,8 @@ impl Command {
                 v.extend(keys.iter().cloned());
                 v
             }
-            Command::Unmark { flag, waiter } => {
-                vec![b"ZREM".to_vec(), flag.clone(), waiter.clone()]
+            Command::Unmark { line, waiter } => {
+                vec![b"ZREM".to_vec(), line.clone(), waiter.clone()]
             }
             Command::Eval { script, keys, args } => {
                 let mut v = vec![
@@ -322,10 +322,10 @@ pub enum Notify {
     Off,
     /// Publishes every deleted key.
     Always,
-    /// Wakes the first waiter in a deleted key's line ([`waiter_flag`], [`mark`]) and
-    /// publishes nothing when nobody waits: `KeyFormat::Braced` keys, whose flags can never
-    /// be another lock's key (a braced key ends in `}`, a flag in `:w`); a set with a key
-    /// without a flag publishes every deleted key.
+    /// Tells waiters only while a deleted key's [`waiter_flag`] exists, and then wakes the
+    /// first waiter in its [`waiter_line`] ([`mark`]): `KeyFormat::Braced` keys, whose flags
+    /// and lines can never be another lock's key (a braced key ends in `}`, a flag in `:w`, a
+    /// line in `:q`); a set with a key without a flag publishes every deleted key.
     Waiters,
 }
 
@@ -341,12 +341,13 @@ impl Notify {
 }
 
 /// RELEASE: compare-and-delete (RELEASE-ONE for one key), telling waiters as `notify` says.
-/// With [`Notify::Waiters`] and a flag for every key, the flags go along (mode "2"): the
-/// script pops the first waiter of each deleted key's line and publishes its id on that
-/// waiter's client's channel ([`named_channel`]), so a release wakes one waiter and a release
-/// nobody waits for publishes nothing.
+/// With [`Notify::Waiters`] and a flag for every key, the flags and lines go along (mode
+/// "2"): the script reads key and flag with one `MGET`, so a release nobody waits for
+/// publishes nothing, and while the flag exists it pops the first waiter of the key's line
+/// and publishes its id on that waiter's client's channel ([`named_channel`]), so a release
+/// wakes one waiter.
 pub fn release(keys: &[Vec<u8>], value: &str, notify: Notify) -> Command {
-    let mut all = Vec::with_capacity(keys.len() * 2);
+    let mut all = Vec::with_capacity(keys.len() * 3);
     all.extend_from_slice(keys);
     let mut mode: &[u8] = match notify {
         Notify::Off => b"0",
@@ -355,6 +356,7 @@ pub fn release(keys: &[Vec<u8>], value: &str, notify: Notify) -> Command {
     if notify == Notify::Waiters {
         all.extend(keys.iter().map_while(|k| waiter_flag(k)));
         if all.len() == keys.len() * 2 {
+            all.extend(keys.iter().filter_map(|k| waiter_line(k)));
             mode = b"2";
         } else {
             all.truncate(keys.len());
@@ -387,6 +389,16 @@ pub fn waiter_flag(key: &[u8]) -> Option<Vec<u8>> {
     Some(flag)
 }
 
+/// The line of waiters of a lock key (REDLOCK.md §9): `<key>:q`, a sorted set of waiter ids
+/// in the key's hash slot, for a key with a [`waiter_flag`]; `None` otherwise.
+pub fn waiter_line(key: &[u8]) -> Option<Vec<u8>> {
+    let mut line = waiter_flag(key)?;
+    if let Some(last) = line.last_mut() {
+        *last = b'q';
+    }
+    Some(line)
+}
+
 /// The channel on which a release of `key` wakes every waiter: `<key>:released` (a key
 /// without a waiter flag, or a flag that holds a plain mark).
 pub fn released_channel(key: &[u8]) -> Vec<u8> {
@@ -416,19 +428,20 @@ pub fn waiter_id(client: &[u8], n: u64) -> Vec<u8> {
     id
 }
 
-/// MARK (REDLOCK.md §9): waiter `waiter` ([`waiter_id`]) takes its place in the line of each
-/// of `keys` that has a [`waiter_flag`]: at the back, or where it stands when already in
-/// line; first when `front` (a woken waiter whose attempt lost). The flag lives at least
-/// `ttl_ms`. Sent on a node's connection *before* the waiter's vacancy check or attempt
-/// there: a release before it leaves the key gone for the check or the attempt that follows
-/// it; one after it wakes the first in line. [`crate::acquire::Marks`] says when to renew
-/// it. The reply carries nothing; a refused mark only costs a notice.
+/// MARK (REDLOCK.md §9): waiter `waiter` ([`waiter_id`]) marks the [`waiter_flag`] of each
+/// of `keys` that has one and takes its place in the key's [`waiter_line`]: at the back, or
+/// where it stands when already in line; first when `front` (a woken waiter whose attempt
+/// lost). Flag and line live at least `ttl_ms`. Sent on a node's connection *before* the
+/// waiter's vacancy check or attempt there: a release before it leaves the key gone for the
+/// check or the attempt that follows it; one after it wakes the first in line.
+/// [`crate::acquire::Marks`] says when to renew it. The reply carries nothing; a refused
+/// mark only costs a notice.
 pub fn mark(keys: &[Vec<u8>], waiter: &[u8], ttl_ms: u64, front: bool) -> Vec<Command> {
     keys.iter()
-        .filter_map(|k| waiter_flag(k))
-        .map(|flag| Command::Eval {
+        .filter_map(|k| Some(vec![waiter_flag(k)?, waiter_line(k)?]))
+        .map(|keys| Command::Eval {
             script: Script::Mark,
-            keys: vec![flag],
+            keys,
             args: vec![
                 waiter.to_vec(),
                 num(ttl_ms),
@@ -438,13 +451,13 @@ pub fn mark(keys: &[Vec<u8>], waiter: &[u8], ttl_ms: u64, front: bool) -> Vec<Co
         .collect()
 }
 
-/// UNMARK: `waiter` leaves the line of each of `keys` that has a [`waiter_flag`] (a call
-/// that ends, won or not). The reply carries nothing.
+/// UNMARK: `waiter` leaves the [`waiter_line`] of each of `keys` that has one (a call that
+/// ends, won or not). The reply carries nothing.
 pub fn unmark(keys: &[Vec<u8>], waiter: &[u8]) -> Vec<Command> {
     keys.iter()
-        .filter_map(|k| waiter_flag(k))
-        .map(|flag| Command::Unmark {
-            flag,
+        .filter_map(|k| waiter_line(k))
+        .map(|line| Command::Unmark {
+            line,
             waiter: waiter.to_vec(),
         })
         .collect()
@@ -592,7 +605,17 @@ mod tests {
         let Command::Eval { keys, args, .. } = release(&tagged, "v", Notify::Waiters) else {
             panic!()
         };
-        assert_eq!(keys, [&b"q:{a}"[..], b"q:{b}", b"q:{a}:w", b"q:{b}:w"]);
+        assert_eq!(
+            keys,
+            [
+                &b"q:{a}"[..],
+                b"q:{b}",
+                b"q:{a}:w",
+                b"q:{b}:w",
+                b"q:{a}:q",
+                b"q:{b}:q"
+            ]
+        );
         assert_eq!(args[1], b"2");
         // One key without a flag: every deleted key is published, as before flags.
         let mixed = vec![b"q:{a}".to_vec(), b"b".to_vec()];
@@ -629,7 +652,10 @@ mod tests {
         };
         assert_eq!(
             (*script, &keys[..]),
-            (Script::Mark, &[b"q:{a}:w".to_vec()][..])
+            (
+                Script::Mark,
+                &[b"q:{a}:w".to_vec(), b"q:{a}:q".to_vec()][..]
+            )
         );
         assert_eq!(args, &[&b"c1.7"[..], b"1500", b"0"]);
         let Command::Eval { args, .. } = &mark(&tagged, &id, 9, true)[1] else {
@@ -638,7 +664,7 @@ mod tests {
         assert_eq!(args[2], b"1");
         assert_eq!(
             unmark(&mixed, &id)[0].argv(),
-            [&b"ZREM"[..], b"q:{a}:w", b"c1.7"]
+            [&b"ZREM"[..], b"q:{a}:q", b"c1.7"]
         );
         assert_eq!(released_channel(b"q:{a}"), b"q:{a}:released");
         assert_eq!(named_channel(b"q:{a}", b"c1"), b"q:{a}:released:c1");

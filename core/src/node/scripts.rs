@@ -47,9 +47,9 @@ pub(crate) fn cmd(command: &Command, fallback: bool) -> (Cmd, bool) {
             }
             (c, false)
         }
-        Command::Unmark { flag, waiter } => {
-            let mut c = Cmd::with_capacity(3, 4 + flag.len() + waiter.len());
-            c.arg("ZREM").arg(flag.as_slice()).arg(waiter.as_slice());
+        Command::Unmark { line, waiter } => {
+            let mut c = Cmd::with_capacity(3, 4 + line.len() + waiter.len());
+            c.arg("ZREM").arg(line.as_slice()).arg(waiter.as_slice());
             (c, false)
         }
         Command::Eval { script, keys, args } => {

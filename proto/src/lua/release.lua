@@ -1,43 +1,48 @@
 -- RELEASE (REDLOCK.md §2.4, §6, §9): compare-and-delete every key that holds our value, and
--- tell the waiters of each deleted key. Every call after the deletes goes through pcall: a
+-- tell the waiters of each deleted key. Calls that an ACL may refuse go through pcall: a
 -- channel or command the ACL denies never turns a completed delete into an error.
--- KEYS: lock keys, followed in mode "2" by their waiter flags. ARGV[1]: value. ARGV[2]:
--- notification mode:
+-- KEYS: n lock keys, followed in mode "2" by their n waiter flags and their n lines.
+-- ARGV[1]: value. ARGV[2]: notification mode:
 --   "0" none;
 --   "1" publish every deleted key on `<key>:released`;
---   "2" wake the first waiter in each deleted key's line: pop it from the flag (a sorted set
---       of waiter ids `<client>.<n>`, MARK) and publish its id on `<key>:released:<client>`.
---       A flag of another type (an older client's plain mark), or a refused ZPOPMIN, publishes
---       the key on `<key>:released` while the flag exists; no flag publishes nothing.
+--   "2" only while the key's waiter flag exists (read with the key in one MGET; a rule without
+--       MGET reads the key alone and tells waiters every time): pop the first waiter of the
+--       key's line (a sorted set of waiter ids `<client>.<n>`, MARK) and publish its id on
+--       `<key>:released:<client>`; with nobody in line (an older client's waiter) or a refused
+--       ZPOPMIN, publish the key on `<key>:released`.
 -- Every key is read before any is deleted: a failed read fails the script before it wrote.
 -- Returns {deleted, held_by_other}; keys holding another value are never touched.
 local mode = ARGV[2]
 local n = #KEYS
-if mode == '2' then n = n / 2 end
-local values = {}
+if mode == '2' then n = n / 3 end
+local values, waited = {}, {}
 for i = 1, n do
-  values[i] = redis.call('GET', KEYS[i])
+  if mode == '2' then
+    local r = redis.pcall('MGET', KEYS[i], KEYS[n + i])
+    if r.err then
+      values[i], waited[i] = redis.call('GET', KEYS[i]), true
+    else
+      values[i], waited[i] = r[1], r[2]
+    end
+  else
+    values[i], waited[i] = redis.call('GET', KEYS[i]), mode == '1'
+  end
 end
 local deleted, other = 0, 0
 for i = 1, n do
-  local v = values[i]
-  if v == ARGV[1] then
+  if values[i] == ARGV[1] then
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1
-    if mode == '1' then
-      redis.pcall('PUBLISH', KEYS[i] .. ':released', KEYS[i])
-    elseif mode == '2' then
-      local w = redis.pcall('ZPOPMIN', KEYS[n + i])
-      if w.err then
-        if redis.pcall('EXISTS', KEYS[n + i]) ~= 0 then
-          redis.pcall('PUBLISH', KEYS[i] .. ':released', KEYS[i])
-        end
-      elseif w[1] then
+    if waited[i] then
+      local w = mode == '2' and redis.pcall('ZPOPMIN', KEYS[2 * n + i])
+      if w and not w.err and w[1] then
         local client = string.match(w[1], '^(.*)%.') or w[1]
         redis.pcall('PUBLISH', KEYS[i] .. ':released:' .. client, w[1])
+      else
+        redis.pcall('PUBLISH', KEYS[i] .. ':released', KEYS[i])
       end
     end
-  elseif v then
+  elseif values[i] then
     other = other + 1
   end
 end
