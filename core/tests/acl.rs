@@ -204,7 +204,7 @@ async fn releases_work_and_wake_waiters_under_the_rules_before_lines() {
         .collect();
     let oldest: Vec<&str> = flags.iter().copied().filter(|r| *r != "+mget").collect();
     for (user, rule, refused) in [
-        ("flags", &flags, &LINES[..]),
+        ("flags", &flags, LINES),
         (
             "oldest",
             &oldest,
