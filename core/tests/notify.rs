@@ -479,7 +479,7 @@ async fn a_waiter_marks_at_its_check_and_renews_the_mark_before_it_lapses() {
     let published: Vec<i64> = (0..c.len()).map(|i| calls(&c, i, &["publish"])).collect();
     for n in report.nodes() {
         let winner = i64::from(n.kind == NodeKind::Released);
-        assert!(published[n.index] >= 1 + winner, "{published:?} {report}");
+        assert!(published[n.index] > winner, "{published:?} {report}");
     }
     // An uncontended release publishes nothing.
     let quiet = holder.acquire(["notify:quiet"]).await.unwrap();
