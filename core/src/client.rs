@@ -38,7 +38,7 @@ pub(crate) struct Inner {
     /// Sends the automatic extensions in batches; started with the first one.
     batcher: std::sync::OnceLock<Batcher>,
     /// How releases tell waiters (REDLOCK.md §9): off, every time (bare keys), or while a
-    /// waiter flag exists (braced keys).
+    /// waiter flag exists, the first waiter in line (braced keys).
     pub(crate) notify: quorumlock_proto::command::Notify,
     /// The subscribers waiting acquisitions listen through; `None` with notification off.
     pub(crate) notifier: Option<Arc<Notifier>>,

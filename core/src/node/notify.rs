@@ -1,10 +1,11 @@
 //! Release notification (REDLOCK.md §9): a waiting acquisition listens for releases of its
-//! keys so that a release cuts its retry delay short. For braced keys a waiter stands in the
-//! key's line on each node (`quorumlock_proto::command::mark`), and a release pops the first
-//! waiter and publishes its id on that waiter's client's channel, `<lock key>:released:<client>`
-//! (a *named* notice): it wakes exactly that waiter, whatever its turn in the client. Keys
-//! without a line (bare keys, or a flag holding an older client's plain mark) publish the key
-//! on `<lock key>:released`, which every client's waiters hear.
+//! keys so that a release cuts its retry delay short. For braced keys a waiter marks the key's
+//! waiter flag and stands in the key's line on each node (`quorumlock_proto::command::mark`),
+//! and while the flag exists a release pops the first waiter and publishes its id on that
+//! waiter's client's channel, `<lock key>:released:<client>` (a *named* notice): it wakes
+//! exactly that waiter, whatever its turn in the client. Bare keys, and flags with nobody in
+//! line (an older client's waiter), publish the key on `<lock key>:released`, which every
+//! client's waiters hear.
 //!
 //! Each node has one subscriber task with its own pub/sub connection (RESP2 needs one; under
 //! RESP3 it is kept for simplicity), opened when the first waiter of the client listens and
