@@ -262,31 +262,48 @@ impl Driver<'_> {
         }
     }
 
-    /// After an attempt that answered a release naming this waiter lost: the waiter stands
-    /// first again on the nodes whose releases popped it (REDLOCK.md §9), so that the next
-    /// release there wakes it rather than the waiter behind it, or nobody.
-    fn requeue(&mut self) {
+    /// After an attempt that answered a release naming this waiter lost, once its cleanup
+    /// ended (a cleanup's release pops the first in line): the waiter stands first again on
+    /// the nodes whose releases popped it (REDLOCK.md §9), so that the next release there
+    /// wakes it rather than the waiter behind it, or nobody. A waiter for several keys joins
+    /// the back there instead (which key's line popped it is not known, and a free key must
+    /// not wait for it), and the marks the woken attempt skipped go to the other nodes when
+    /// they were due.
+    fn requeue(&mut self, now_us: u64) {
         self.requeue = false;
         let (Some(id), Some(l)) = (&self.waiter, &self.listener) else {
             return;
         };
-        let nodes = l.popped();
-        if nodes == 0 {
-            return;
+        let popped = l.popped();
+        if popped != 0 {
+            let front = self.keys.len() == 1;
+            let marks = prepare(command::mark(&self.keys, id, self.marking.ttl_ms(), front));
+            self.fire(popped, &marks);
         }
-        self.remarked |= nodes;
-        let front = prepare(command::mark(&self.keys, id, self.marking.ttl_ms(), true));
-        self.fire(nodes, &front);
+        let rest = if self.marking.due(now_us) {
+            self.marked & !popped
+        } else {
+            0
+        };
+        if rest != 0 {
+            let marks = self.marks.clone();
+            self.fire(rest, &marks);
+        }
+        self.remarked |= popped | rest;
     }
 
     /// When the call ends, won or not: this waiter leaves the lines of the nodes that may
     /// still hold it: every node it marked, less those whose release popped it and that it
-    /// did not mark again (the common hand-off: named by every node, it sends nothing).
+    /// did not mark again (the common hand-off: named by every node, it sends nothing). A
+    /// waiter for several keys leaves every line: a pop names the node, not the key.
     fn unmark(&mut self) {
         let Some(id) = self.waiter.take() else {
             return;
         };
-        let popped = self.listener.as_ref().map_or(0, Listener::popped);
+        let popped = match &self.listener {
+            Some(l) if self.keys.len() == 1 => l.popped(),
+            _ => 0,
+        };
         let nodes = self.marked & !(popped & !self.remarked);
         if nodes != 0 {
             self.fire(nodes, &prepare(command::unmark(&self.keys, &id)));
@@ -426,9 +443,6 @@ async fn attempts(
     let mut timer = Timer::new(coarse);
     let mut armed = None;
     loop {
-        if d.requeue && d.m.wants_release_notice() {
-            d.requeue();
-        }
         while let Some(out) = d.m.poll_output(now, &mut random) {
             match out {
                 Output::Attempt { number } => {
@@ -483,6 +497,9 @@ async fn attempts(
                     return Err(e);
                 }
             }
+        }
+        if d.requeue && d.cleanup.is_none() && d.m.wants_release_notice() {
+            d.requeue(now);
         }
         if !d.ready.is_empty() {
             now = now_us();

@@ -195,7 +195,9 @@ async fn releases_work_and_wake_waiters_under_the_rules_before_lines() {
     // (2026-12-06), and before waiter flags no MGET either: a waiter's MARK then marks the
     // flag only, a release publishes to every client while it exists (without MGET: every
     // time), and the waiter still wakes at once. Nothing fails: the refused commands run
-    // under pcall.
+    // under pcall. A key pattern that covers the lock keys but not their flags and lines
+    // refuses every mark and the first release that declares them (before its script runs);
+    // that node then releases without them, publishing every time.
     let c = cluster(3);
     let flags: Vec<&str> = MINIMAL
         .iter()
@@ -203,6 +205,17 @@ async fn releases_work_and_wake_waiters_under_the_rules_before_lines() {
         .filter(|r| !LINES.contains(r))
         .collect();
     let oldest: Vec<&str> = flags.iter().copied().filter(|r| *r != "+mget").collect();
+    let locks_only: Vec<&str> = MINIMAL
+        .iter()
+        .map(|r| {
+            if *r == "~quorumlock:*" {
+                "~quorumlock:{*}"
+            } else {
+                r
+            }
+        })
+        .collect();
+    let keys = ["+quorumlock:{acl:keys}:w", "+quorumlock:{acl:keys}:q"];
     for (user, rule, refused) in [
         ("flags", &flags, LINES),
         (
@@ -210,15 +223,16 @@ async fn releases_work_and_wake_waiters_under_the_rules_before_lines() {
             &oldest,
             &["+zadd", "+zrange", "+zpopmin", "+zrem", "+mget"][..],
         ),
+        ("keys", &locks_only, &keys[..]),
     ] {
         set_user(&c, user, rule);
         let warnings = Arc::new(Mutex::new(Vec::new()));
         let holder = connect(urls(&c, user, PASSWORD), warnings.clone()).await;
         let waiter = connect(urls(&c, user, PASSWORD), warnings.clone()).await;
-        let resource: &'static str = if user == "flags" {
-            "acl:flags"
-        } else {
-            "acl:oldest"
+        let resource: &'static str = match user {
+            "flags" => "acl:flags",
+            "keys" => "acl:keys",
+            _ => "acl:oldest",
         };
         let lock = holder.acquire([resource]).await.unwrap();
         let task = wait_for(waiter, resource);

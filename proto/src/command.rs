@@ -338,6 +338,15 @@ impl Notify {
             (true, _) => Notify::Always,
         }
     }
+
+    /// The mode for a node whose ACL refused the keys of a release that declares waiter flags
+    /// and lines ([`reads_flags`]): `Always` for `Waiters`.
+    pub fn without_flags(self) -> Self {
+        match self {
+            Notify::Waiters => Notify::Always,
+            other => other,
+        }
+    }
 }
 
 /// RELEASE: compare-and-delete (RELEASE-ONE for one key), telling waiters as `notify` says.
@@ -371,6 +380,11 @@ pub fn release(keys: &[Vec<u8>], value: &str, notify: Notify) -> Command {
         keys: all,
         args: vec![value.as_bytes().to_vec(), mode.to_vec()],
     }
+}
+
+/// Whether [`release`] of `keys` with `notify` declares their waiter flags and lines.
+pub fn reads_flags(keys: &[Vec<u8>], notify: Notify) -> bool {
+    notify == Notify::Waiters && keys.iter().all(|k| waiter_flag(k).is_some())
 }
 
 /// The waiter flag of a lock key (REDLOCK.md §9): `<key>:w`, for a key with a Redis Cluster
@@ -631,6 +645,9 @@ mod tests {
             panic!()
         };
         assert_eq!((keys.len(), &args[1][..]), (2, &b"1"[..]));
+        assert!(reads_flags(&tagged, Notify::Waiters));
+        assert!(!reads_flags(&tagged, Notify::Always) && !reads_flags(&mixed, Notify::Waiters));
+        assert_eq!(Notify::Waiters.without_flags(), Notify::Always);
         assert_eq!(
             Notify::of(true, crate::config::KeyFormat::Bare),
             Notify::Always

@@ -82,14 +82,6 @@ pub async fn acquire(
     let mut listening: Option<Local<(Option<Listener>, bool)>> = None;
     let mut listener: Option<Listener> = None;
     loop {
-        if requeue && m.wants_release_notice() {
-            // Popped from the lines by the release its attempt lost: first in line again.
-            requeue = false;
-            if let Some(w) = &waiter {
-                w.mark_all(true);
-                marking.marked(now_us());
-            }
-        }
         while let Some(out) = m.poll_output(now_us(), &mut Crypto) {
             match out {
                 Output::Attempt { .. } => {
@@ -165,6 +157,17 @@ pub async fn acquire(
                     }
                     return result;
                 }
+            }
+        }
+        if requeue && cleanup.is_none() && m.wants_release_notice() {
+            // Popped from the lines by the release its attempt lost, and its cleanup (whose
+            // release pops the first in line) ended: first in line again. A waiter for several
+            // keys keeps or takes its place at the back instead (a free key must not wait for
+            // it).
+            requeue = false;
+            if let Some(w) = &waiter {
+                w.mark_all(keys.len() == 1);
+                marking.marked(now_us());
             }
         }
         let deadline = m.poll_timeout();

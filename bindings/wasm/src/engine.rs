@@ -78,6 +78,9 @@ pub struct Inner {
     /// This client's id in its waiters' ids and named release channels (REDLOCK.md §9):
     /// 16 random hex digits.
     pub client: Vec<u8>,
+    /// Set once a node refused a release that declares waiter flags and lines (`NOPERM`: a
+    /// key pattern without them); releases then publish every deleted key.
+    flagless: Cell<bool>,
     /// The number of the next waiter ([`Inner::waiter_id`]).
     waiters: Cell<u64>,
 }
@@ -133,6 +136,7 @@ impl Inner {
             warned: RefCell::new(HashSet::new()),
             closed: Cell::new(false),
             client: client_id(),
+            flagless: Cell::new(false),
             waiters: Cell::new(0),
             members,
         }
@@ -497,7 +501,9 @@ impl Inner {
     }
 
     /// Releases `value` on `nodes` (compare-and-delete), each bounded by `timeout`, telling
-    /// waiters as [`Inner::notify`] says.
+    /// waiters as [`Inner::notify`] says. Nodes whose ACL refuses the keys of a release that
+    /// declares waiter flags and lines are released again without them, and so is every
+    /// later release (REDLOCK.md §9).
     pub async fn release_on(
         self: &Rc<Self>,
         nodes: &[usize],
@@ -505,8 +511,48 @@ impl Inner {
         value: &str,
         timeout: Duration,
     ) -> Report {
+        let notify = self.notify();
+        let report = self
+            .release_round(nodes, keys, value, timeout, notify)
+            .await;
+        let refused: Vec<usize> = report
+            .nodes()
+            .iter()
+            .filter(|r| r.kind == NodeKind::NoPermission)
+            .map(|r| r.index)
+            .collect();
+        if !command::reads_flags(keys, notify) || refused.is_empty() {
+            return report;
+        }
+        self.flagless.set(true);
+        let again = self
+            .release_round(&refused, keys, value, timeout, notify.without_flags())
+            .await;
+        let merged = report
+            .nodes()
+            .iter()
+            .map(|r| {
+                again
+                    .nodes()
+                    .iter()
+                    .find(|a| a.index == r.index && refused.contains(&r.index))
+                    .unwrap_or(r)
+                    .clone()
+            })
+            .collect();
+        Report::new(merged)
+    }
+
+    async fn release_round(
+        self: &Rc<Self>,
+        nodes: &[usize],
+        keys: &[Vec<u8>],
+        value: &str,
+        timeout: Duration,
+        notify: command::Notify,
+    ) -> Report {
         let n = keys.len();
-        let cmd = command::release(keys, value, self.notify());
+        let cmd = command::release(keys, value, notify);
         self.round(nodes, Decide::All, timeout, Traffic::Any, &cmd, |r| {
             command::read_release(r, n)
                 .map(|(deleted, other)| command::release_kind(deleted, other, n))
@@ -515,9 +561,15 @@ impl Inner {
         .into_report()
     }
 
-    /// How this client's releases tell waiters (REDLOCK.md §9).
+    /// How this client's releases tell waiters (REDLOCK.md §9): without waiter flags and
+    /// lines once a node refused them.
     pub fn notify(&self) -> command::Notify {
-        command::Notify::of(self.s.notify, self.s.key_format)
+        let notify = command::Notify::of(self.s.notify, self.s.key_format);
+        if self.flagless.get() {
+            notify.without_flags()
+        } else {
+            notify
+        }
     }
 
     /// A new waiter id of this client ([`command::waiter_id`]).

@@ -205,9 +205,12 @@ fn file_only_settings_notify_and_connect_timeout() {
         "notify = false\nconnect_timeout = \"2s\"\nquarantine_margin = \"10s\"\n",
     );
     c.command(0, &[b"CONFIG", b"RESETSTAT"]).unwrap();
-    // A waiter in the key's line (REDLOCK.md §9): with notification on, the release names it.
+    // A waiter's mark and its place in the key's line (REDLOCK.md §9): with notification on,
+    // the release names it.
     let mark = || {
-        c.command(0, &[b"ZADD", b"quorumlock:{nt}:w", b"0", b"other.1"])
+        c.command(0, &[b"SET", b"quorumlock:{nt}:w", b"1", b"PX", b"60000"])
+            .unwrap();
+        c.command(0, &[b"ZADD", b"quorumlock:{nt}:q", b"0", b"other.1"])
             .unwrap();
     };
     mark();

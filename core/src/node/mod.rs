@@ -144,6 +144,9 @@ pub(crate) struct Node {
     /// A cluster member's acquisitions in flight, which its releases, extends and raises of
     /// the same value wait for.
     writes: writes::Writes,
+    /// Set once this node refused a release that declares waiter flags and lines (`NOPERM`: a
+    /// key pattern without them); its releases then publish every deleted key.
+    flagless: std::sync::atomic::AtomicBool,
     /// Rung by a request that found the node without a connection: the reconnect loop dials
     /// again soon (at most every [`REDIAL_EVERY`]) instead of sleeping out its backoff.
     redial: Arc<tokio::sync::Notify>,
@@ -178,6 +181,7 @@ impl Node {
             }),
             stats: crate::metrics::NodeStats::default(),
             writes: writes::Writes::default(),
+            flagless: std::sync::atomic::AtomicBool::new(false),
             redial: Arc::new(tokio::sync::Notify::new()),
         })
     }

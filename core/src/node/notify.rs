@@ -365,7 +365,9 @@ impl Drop for Listener {
             waiters.remove(at);
             if closed_the_turn {
                 for next in &turn(waiters)[at..] {
-                    next.nodes.store(heard, Ordering::Relaxed);
+                    // (keeping what named it: those notices were its own)
+                    let named = next.named.load(Ordering::Relaxed);
+                    next.nodes.store(heard | named, Ordering::Relaxed);
                     if next.ready() {
                         next.wake.notify_one();
                     }

@@ -4,6 +4,7 @@
 //! when every slot's request did, and removes what it wrote otherwise.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use futures_util::future::join_all;
 use quorumlock_proto::command::{self, Extension, Notify};
@@ -234,11 +235,13 @@ impl Node {
         // Built for every node of every release: the common case (a single master, the
         // round's prepared command) awaits one send, and the rare ones are boxed, so that the
         // future holds one redis-rs send, not several.
+        let flagless = self.flagless.load(Ordering::Relaxed);
         let (deleted, other) = match self.split(keys, 1)? {
             None => match prepared {
-                Some(p) => {
-                    command::read_release(&self.run_prepared(p, Traffic::Any).await?, keys.len())?
-                }
+                Some(p) if !flagless => match self.run_prepared(p, Traffic::Any).await {
+                    Ok(reply) => command::read_release(&reply, keys.len())?,
+                    Err(e) => Box::pin(self.release_refused(keys, value, notify, e)).await?,
+                },
                 _ => Box::pin(self.release_slot(keys, value, notify)).await?,
             },
             Some(groups) => Box::pin(self.release_groups(keys, value, notify, groups)).await?,
@@ -276,8 +279,47 @@ impl Node {
         value: &str,
         notify: Notify,
     ) -> Result<(usize, usize), NodeFailure> {
-        let reply = self
+        let notify = if self.flagless.load(Ordering::Relaxed) {
+            notify.without_flags()
+        } else {
+            notify
+        };
+        match self
             .run(&command::release(keys, value, notify), Traffic::Any)
+            .await
+        {
+            Ok(reply) => command::read_release(&reply, keys.len()),
+            Err(e) => self.release_refused(keys, value, notify, e).await,
+        }
+    }
+
+    /// After a release failed with `e`: when it declared waiter flags and lines and the ACL
+    /// refused them (`NOPERM`: a key pattern that covers the lock keys but not
+    /// `<key>:w` / `<key>:q`, checked before the script runs), this node releases without
+    /// them from now on, this time included, publishing every time (REDLOCK.md §9). Any
+    /// other failure is returned as it is.
+    async fn release_refused(
+        &self,
+        keys: &[Vec<u8>],
+        value: &str,
+        notify: Notify,
+        e: NodeFailure,
+    ) -> Result<(usize, usize), NodeFailure> {
+        if !command::reads_flags(keys, notify) || e.0 != NodeKind::NoPermission {
+            return Err(e);
+        }
+        if !self.flagless.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                node = %self.address,
+                error = %e.1,
+                "a release that declares waiter flags and lines was refused; this node's releases publish every time (allow the <key>:w and <key>:q keys)"
+            );
+        }
+        let reply = self
+            .run(
+                &command::release(keys, value, notify.without_flags()),
+                Traffic::Any,
+            )
             .await?;
         command::read_release(&reply, keys.len())
     }

@@ -3,8 +3,8 @@
 -- KEYS[2]: the line, a sorted set of waiter ids, first in line first. ARGV[1]: the waiter id
 -- (`<client>.<n>`); ARGV[2]: ttl ms; ARGV[3]: "1" to stand first (a woken waiter whose attempt
 -- lost), "0" to join at the back, or keep its place when already in line (`ZADD NX`).
--- Flag and line then live at least ttl ms: when less is left of the flag, both are renewed to
--- twice that, so that most marks of a busy key renew nothing. An ACL that refuses the
+-- Flag and line then live at least ttl ms: each with less left is renewed to twice that, so
+-- that most marks of a busy key renew nothing. An ACL that refuses the
 -- sorted-set commands leaves the flag alone, whose releases publish to every waiter.
 -- Returns 1 when in line, 0 for a flag only.
 local flag, line, id, ttl = KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2])
@@ -25,7 +25,7 @@ if edge[1] ~= id then
     redis.call('ZADD', line, 'NX', (tonumber(edge[2]) or -1) + 1, id)
   end
 end
-if renew or not edge[1] then
+if renew or not edge[1] or redis.call('PTTL', line) < ttl then
   redis.call('PEXPIRE', line, 2 * ttl)
 end
 return 1
