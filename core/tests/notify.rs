@@ -302,8 +302,8 @@ async fn the_mark_script_keeps_the_line() {
     c.command(0, &[b"ZPOPMIN", queue]).unwrap();
     mark(queue, "c.1", "0");
     assert_eq!(line(&c, 0, queue), ["a.1", "b.1", "c.1"]);
-    // Flag and line live at least the mark's ttl: renewed to twice that when less is left,
-    // and a mark finding more left renews nothing (nor shortens anything).
+    // Flag and line live at least the mark's ttl: renewed to twice that when less is left of
+    // the flag, and a mark finding more left renews nothing (nor shortens anything).
     assert_eq!(
         c.command(0, &[b"GET", flag]).unwrap(),
         Reply::Bulk(b"1".to_vec())
@@ -318,12 +318,12 @@ async fn the_mark_script_keeps_the_line() {
     c.command(0, &[b"PEXPIRE", queue, b"6000"]).unwrap();
     mark(queue, "a.1", "0");
     assert!(pttl(flag) > 50_000 && (5_000..=6_000).contains(&pttl(queue)));
-    // A line that a release emptied (and so deleted) comes back with a ttl.
+    // A line that a release emptied (and so deleted) comes back living as long as the flag.
     for _ in 0..3 {
         c.command(0, &[b"ZPOPMIN", queue]).unwrap();
     }
     mark(queue, "d.1", "0");
-    assert!((9_000..=10_000).contains(&pttl(queue)));
+    assert!(pttl(queue) >= pttl(flag) - 100 && pttl(flag) > 50_000);
     // A line of another type (not ours) leaves the flag alone: releases wake every waiter.
     let other = b"q:{line}:x";
     c.command(0, &[b"SET", other, b"1"]).unwrap();

@@ -3,17 +3,20 @@
 -- KEYS[2]: the line, a sorted set of waiter ids, first in line first. ARGV[1]: the waiter id
 -- (`<client>.<n>`); ARGV[2]: ttl ms; ARGV[3]: "1" to stand first (a woken waiter whose attempt
 -- lost), "0" to join at the back, or keep its place when already in line (`ZADD NX`).
--- Flag and line then live at least ttl ms: each with less left is renewed to twice that, so
--- that most marks of a busy key renew nothing. An ACL that refuses the
+-- Flag and line then live at least ttl ms: a flag with less left is renewed to twice that, so
+-- that most marks of a busy key renew nothing, and the line, renewed with it or made anew,
+-- lives at least as long as the flag. An ACL that refuses the
 -- sorted-set commands leaves the flag alone, whose releases publish to every waiter.
 -- Returns 1 when in line, 0 for a flag only.
 local flag, line, id, ttl = KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2])
 local front = ARGV[3] == '1'
 local at = front and 0 or -1
 local edge = redis.pcall('ZRANGE', line, at, at, 'WITHSCORES')
-local renew = redis.call('PTTL', flag) < ttl
+local left = redis.call('PTTL', flag)
+local renew = left < ttl
 if renew then
-  redis.call('SET', flag, '1', 'PX', 2 * ttl)
+  left = 2 * ttl
+  redis.call('SET', flag, '1', 'PX', left)
 end
 if edge.err then
   return 0
@@ -25,7 +28,7 @@ if edge[1] ~= id then
     redis.call('ZADD', line, 'NX', (tonumber(edge[2]) or -1) + 1, id)
   end
 end
-if renew or not edge[1] or redis.call('PTTL', line) < ttl then
-  redis.call('PEXPIRE', line, 2 * ttl)
+if renew or not edge[1] then
+  redis.call('PEXPIRE', line, math.max(left, 2 * ttl))
 end
 return 1
