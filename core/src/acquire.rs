@@ -34,7 +34,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::fencing;
 use crate::lock::{Grant, Lock};
 use crate::metrics::ClientStats;
-use crate::node::notify::{Listener, Notifier};
+use crate::node::notify::{Listener, Notifier, bit};
 use crate::node::{Node, Prepared};
 use crate::quorum::{self, Decide};
 use crate::report::{NodeKind, Report};
@@ -185,9 +185,11 @@ fn now_us() -> u64 {
     MonoTime::now().as_micros()
 }
 
-/// The bit of node `i` in a set of nodes.
-fn bit(i: usize) -> u64 {
-    1 << (i % 64)
+/// Polls `fut` once, without a waker to be woken by: a request it sends is queued on its
+/// connection now. Whoever keeps the future polls it again.
+fn poll_once<F: Future + ?Sized>(fut: Pin<&mut F>) -> Poll<F::Output> {
+    let waker = futures_util::task::noop_waker();
+    fut.poll(&mut std::task::Context::from_waker(&waker))
 }
 
 /// Prepares `commands` once for every node.
@@ -240,9 +242,7 @@ impl Driver<'_> {
                 (round, index, answer, sent, counters)
             }),
         };
-        let waker = futures_util::task::noop_waker();
-        let mut cx = std::task::Context::from_waker(&waker);
-        match fut.as_mut().poll(&mut cx) {
+        match poll_once(fut.as_mut()) {
             Poll::Ready(reply) => self.ready.push(reply),
             Poll::Pending => self.inflight.push((index, fut)),
         }
@@ -320,9 +320,7 @@ impl Driver<'_> {
             }
             let (node, commands) = (node.clone(), commands.clone());
             let mut fut = Box::pin(async move { node.mark(&commands).await });
-            let waker = futures_util::task::noop_waker();
-            let mut cx = std::task::Context::from_waker(&waker);
-            if fut.as_mut().poll(&mut cx).is_pending() {
+            if poll_once(fut.as_mut()).is_pending() {
                 self.inner
                     .runtime
                     .spawn(tokio::time::timeout(DRAIN_BOUND, fut));

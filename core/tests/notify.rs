@@ -250,6 +250,18 @@ async fn a_release_pops_the_first_waiter_and_names_it_on_its_client_s_channel() 
     }
 }
 
+/// The line of waiters of `resource`'s lock key (REDLOCK.md §9).
+fn line_of(client: &Client, resource: &str) -> Vec<u8> {
+    [client.key(resource).as_slice(), b":q"].concat()
+}
+
+/// Asserts that no node holds the line `queue`: every waiter in it was popped or left.
+fn assert_no_line(c: &Cluster, queue: &[u8]) {
+    for i in 0..c.len() {
+        assert!(line(c, i, queue).is_empty(), "node {i}");
+    }
+}
+
 /// The waiter ids in the line `queue` on node `i`, first first.
 fn line(c: &Cluster, i: usize, queue: &[u8]) -> Vec<String> {
     match c.command(i, &[b"ZRANGE", queue, b"0", b"-1"]).unwrap() {
@@ -339,7 +351,7 @@ async fn a_release_names_the_first_waiter_in_line_and_only_it_tries() {
     let c = cluster(3);
     let holder = client(&c).await;
     let (a, b) = (client(&c).await, client(&c).await);
-    let queue = [holder.key("notify:named").as_slice(), b":q"].concat();
+    let queue = line_of(&holder, "notify:named");
     let lock = holder.acquire(["notify:named"]).await.unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut tasks = Vec::new();
@@ -381,9 +393,7 @@ async fn a_release_names_the_first_waiter_in_line_and_only_it_tries() {
         (2, 2)
     );
     // Each named waiter was popped where it was named: no line is left.
-    for i in 0..c.len() {
-        assert!(line(&c, i, &queue).is_empty(), "node {i}");
-    }
+    assert_no_line(&c, &queue);
 }
 
 #[tokio::test]
@@ -393,7 +403,7 @@ async fn a_waiter_that_died_in_line_costs_one_hand_off_and_leaves() {
     let c = cluster(3);
     let holder = client(&c).await;
     let waiter = client(&c).await;
-    let queue = [holder.key("notify:dead").as_slice(), b":q"].concat();
+    let queue = line_of(&holder, "notify:dead");
     let lock = holder.acquire(["notify:dead"]).await.unwrap();
     for i in 0..c.len() {
         c.command(i, &[b"ZADD", &queue, b"-100", b"gone.1"])
@@ -419,9 +429,7 @@ async fn a_waiter_that_died_in_line_costs_one_hand_off_and_leaves() {
     }
     won.release().await.unwrap();
     // The winner left its line where the release had not popped it.
-    for i in 0..c.len() {
-        assert!(line(&c, i, &queue).is_empty(), "node {i}");
-    }
+    assert_no_line(&c, &queue);
 }
 
 #[tokio::test]
@@ -434,7 +442,7 @@ async fn a_waiter_marks_at_its_check_and_renews_the_mark_before_it_lapses() {
     let holder = client(&c).await;
     let waiter = client(&c).await;
     let flag = [holder.key("notify:m").as_slice(), b":w"].concat();
-    let queue = [holder.key("notify:m").as_slice(), b":q"].concat();
+    let queue = line_of(&holder, "notify:m");
     let pttl = |i: usize| match c.command(i, &[b"PTTL", &flag]).unwrap() {
         Reply::Int(ms) => ms,
         other => panic!("{other:?}"),
@@ -487,9 +495,7 @@ async fn a_waiter_marks_at_its_check_and_renews_the_mark_before_it_lapses() {
     let after: Vec<i64> = (0..c.len()).map(|i| calls(&c, i, &["publish"])).collect();
     assert_eq!(after, published);
     // And no line is left behind.
-    for i in 0..c.len() {
-        assert!(line(&c, i, &queue).is_empty(), "node {i}");
-    }
+    assert_no_line(&c, &queue);
 }
 
 #[tokio::test]

@@ -431,6 +431,22 @@ pub fn named_channel(key: &[u8], client: &[u8]) -> Vec<u8> {
     c
 }
 
+/// A client's id in its waiters' ids and named channels: 16 hex digits of `random` (8 bytes
+/// from the driver's CSPRNG).
+pub fn client_id(random: [u8; 8]) -> Vec<u8> {
+    crate::value::hex(&random).into_bytes()
+}
+
+/// The channels a waiter for `keys` listens on: each key's [`released_channel`], and with
+/// `client` (a waiter standing in the keys' lines) each key's [`named_channel`] of that client.
+pub fn release_channels(keys: &[Vec<u8>], client: Option<&[u8]>) -> Vec<Vec<u8>> {
+    let mut channels: Vec<Vec<u8>> = keys.iter().map(|k| released_channel(k)).collect();
+    if let Some(client) = client {
+        channels.extend(keys.iter().map(|k| named_channel(k, client)));
+    }
+    channels
+}
+
 /// A waiter's id, `<client>.<n>`: `client` names the client whose channel a release
 /// publishes it on ([`named_channel`]; the client part must not be empty), `n` the waiter
 /// within that client.
@@ -685,6 +701,15 @@ mod tests {
         );
         assert_eq!(released_channel(b"q:{a}"), b"q:{a}:released");
         assert_eq!(named_channel(b"q:{a}", b"c1"), b"q:{a}:released:c1");
+        assert_eq!(
+            release_channels(&tagged[..1], Some(b"c1")),
+            [&b"q:{a}:released"[..], b"q:{a}:released:c1"]
+        );
+        assert_eq!(release_channels(&tagged[..1], None).len(), 1);
+        assert_eq!(
+            client_id([0xab, 0, 1, 2, 3, 4, 5, 0xff]),
+            b"ab000102030405ff"
+        );
     }
 
     #[test]

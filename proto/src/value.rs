@@ -25,9 +25,14 @@ pub const MIN_GIVEN_LEN: usize = 16;
 
 /// The lock value made of `random` bytes (from the driver's CSPRNG): lowercase hex.
 pub fn from_random(random: &[u8; VALUE_BYTES]) -> String {
+    hex(random)
+}
+
+/// `bytes` as lowercase hex, two digits per byte.
+pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(VALUE_BYTES * 2);
-    for b in random {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
         s.push(char::from(DIGITS[usize::from(b >> 4)]));
         s.push(char::from(DIGITS[usize::from(b & 0x0f)]));
     }

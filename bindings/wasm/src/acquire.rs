@@ -258,14 +258,8 @@ fn listen(
 ) -> Local<(Option<Listener>, bool)> {
     let (inner, keys) = (inner.clone(), keys.clone());
     Box::pin(async move {
-        let mut channels: Vec<Vec<u8>> =
-            keys.iter().map(|k| command::released_channel(k)).collect();
-        if waiter.is_some() {
-            channels.extend(
-                keys.iter()
-                    .map(|k| command::named_channel(k, &inner.client)),
-            );
-        }
+        let client = waiter.as_ref().map(|_| inner.client.as_slice());
+        let channels = command::release_channels(&keys, client);
         let named = waiter.as_ref().map(|w| (inner.client.as_slice(), w.id()));
         let n = inner.n();
         let timeout_us = u64::try_from(timeout.as_micros()).unwrap_or(u64::MAX);

@@ -89,16 +89,6 @@ fn sha1_hex(text: &str) -> String {
     sha1_smol::Sha1::from(text).digest().to_string()
 }
 
-/// A new client id: 16 hex digits from `crypto.getRandomValues` (zeros only when it fails,
-/// and then no acquisition starts, let alone waits: lock values come from the same source).
-fn client_id() -> Vec<u8> {
-    random8()
-        .iter()
-        .flat_map(|b| [b >> 4, b & 15])
-        .map(|d| b"0123456789abcdef"[usize::from(d)])
-        .collect()
-}
-
 /// How soon a node whose probe failed is probed again when traffic wants it.
 const REPROBE_DOWN: Duration = Duration::from_millis(200);
 
@@ -135,7 +125,9 @@ impl Inner {
             on_warning,
             warned: RefCell::new(HashSet::new()),
             closed: Cell::new(false),
-            client: client_id(),
+            // From `crypto.getRandomValues` (zeros only when it fails, and then no
+            // acquisition starts, let alone waits: lock values come from the same source).
+            client: command::client_id(random8()),
             flagless: Cell::new(false),
             waiters: Cell::new(0),
             members,

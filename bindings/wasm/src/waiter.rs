@@ -1,8 +1,8 @@
 //! A waiting acquire call's place in the lines of its keys (REDLOCK.md §9): each braced lock
 //! key has a waiter flag `<key>:w` and a line `<key>:q` of waiter ids, and while the flag
-//! exists a release wakes the first in line by name. The waiter joins at its first wait and renews its place while it waits,
-//! stands first again when an attempt that answered a release naming it lost, and leaves
-//! every line when the call ends.
+//! exists a release wakes the first in line by name. The waiter joins at its first wait and
+//! renews its place while it waits, stands first again when an attempt that answered a
+//! release naming it lost, and leaves every line when the call ends.
 
 use std::cell::Cell;
 use std::rc::Rc;

@@ -124,7 +124,7 @@ impl Registry {
     /// channel every waiter notes the release, and those whose turn it is are woken once
     /// they heard a quorum.
     fn deliver(&self, node: usize, channel: &[u8], payload: &[u8]) {
-        let bit = 1 << (node % 64);
+        let bit = bit(node);
         let map = lock(&self.channels);
         let plain = match channel.strip_suffix(self.suffix.as_slice()) {
             Some(plain) => {
@@ -185,19 +185,15 @@ pub(crate) struct Notifier {
     next: AtomicU64,
 }
 
-/// A new client id: 16 hex digits from the OS's random source.
-fn client_id() -> Vec<u8> {
-    crate::value::random8()
-        .iter()
-        .flat_map(|b| [b >> 4, b & 15])
-        .map(|d| b"0123456789abcdef"[usize::from(d)])
-        .collect()
+/// The bit of node `i` in a set of nodes (one `u64`, as [`Heard`] keeps them).
+pub(crate) fn bit(i: usize) -> u64 {
+    1 << (i % 64)
 }
 
 impl Notifier {
     /// Starts one (idle) subscriber task per node on `runtime`.
     pub(crate) fn new(nodes: &[Arc<Node>], runtime: &Handle) -> Self {
-        let client = client_id();
+        let client = command::client_id(crate::value::random8());
         let registry = Arc::new(Registry::new(&client));
         let queues = nodes
             .iter()
@@ -232,16 +228,6 @@ impl Notifier {
         command::waiter_id(&self.client, self.next.fetch_add(1, Ordering::Relaxed))
     }
 
-    /// The plain channel of each of `keys`, and with `named` this client's named one.
-    fn channels(&self, keys: &[Vec<u8>], named: bool) -> Vec<Vec<u8>> {
-        let mut channels: Vec<Vec<u8>> =
-            keys.iter().map(|k| command::released_channel(k)).collect();
-        if named {
-            channels.extend(keys.iter().map(|k| command::named_channel(k, &self.client)));
-        }
-        channels
-    }
-
     /// Listens for releases of `keys` on every node and waits (up to `timeout`) until the
     /// subscriptions are live; with `id` ([`Self::waiter`]) as a waiter standing in the keys'
     /// lines, on this client's named channels too. `None` when no node could subscribe: the
@@ -253,7 +239,8 @@ impl Notifier {
         quorum: usize,
         timeout: Duration,
     ) -> Option<Listener> {
-        let channels = self.channels(keys, id.is_some());
+        let client = id.is_some().then_some(self.client.as_slice());
+        let channels = command::release_channels(keys, client);
         let heard = Arc::new(Heard::new(id.unwrap_or_default(), quorum, keys.len()));
         {
             let mut map = lock(&self.registry.channels);
@@ -604,7 +591,7 @@ mod tests {
     fn join_keys(notifier: &Arc<Notifier>, threshold: usize, keys: &[&[u8]]) -> Listener {
         let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
         let heard = Arc::new(Heard::new(notifier.waiter(), threshold, keys.len()));
-        let channels = notifier.channels(&keys, true);
+        let channels = command::release_channels(&keys, Some(&notifier.client));
         let mut map = lock(&notifier.registry.channels);
         for ch in &channels {
             map.entry(ch.clone()).or_default().push(heard.clone());
