@@ -34,15 +34,16 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::fencing;
 use crate::lock::{Grant, Lock};
 use crate::metrics::ClientStats;
-use crate::node::notify::{Listener, Notifier, bit};
+use crate::node::notify::{Listener, Notifier};
 use crate::node::{Node, Prepared};
 use crate::quorum::{self, Decide};
 use crate::report::{NodeKind, Report};
 use crate::timer::Timer;
 use crate::value::OsRandomAhead;
-use quorumlock_proto::acquire::{Marks, vacant};
+use quorumlock_proto::acquire::vacant;
 use quorumlock_proto::acquisition::{Acquisition, Output, Request};
 use quorumlock_proto::command;
+use quorumlock_proto::line::{Line, bit};
 use quorumlock_proto::round::Answer;
 
 /// Sends RELEASE for `keys`/`value` to every node and waits (each node bounded by
@@ -153,19 +154,8 @@ struct Driver<'a> {
     waiter: Option<Vec<u8>>,
     /// The marks of the keys' waiter flags with that id: empty until the first wait.
     marks: Arc<[Arc<Prepared>]>,
-    /// When the marks go out.
-    marking: Marks,
-    /// Whether the current attempt's requests follow marks.
-    mark_attempt: bool,
-    /// The nodes this call marked (one bit per node): they may hold it in line.
-    marked: u64,
-    /// The nodes this call marked again after its first marks (renewals, requeues): a release
-    /// there may have popped it before the mark as well as after, so it leaves their lines
-    /// whatever it heard.
-    remarked: u64,
-    /// Whether the current attempt answers a release that named this waiter: if it loses,
-    /// the waiter stands first again where it was popped ([`Driver::requeue`]).
-    requeue: bool,
+    /// Which nodes get marks and unmarks, and when.
+    line: Line,
     listening: Option<Listening<'a>>,
     listener: Option<Listener>,
 }
@@ -222,11 +212,10 @@ impl Driver<'_> {
         };
         // While subscribed, an attempt first renews the marks of the keys' waiter flags on
         // each node when they could lapse before the next one (REDLOCK.md §9).
-        let marks = (self.mark_attempt && !matches!(request, Request::Raise { .. }))
+        let marks = self
+            .line
+            .sends_marks(index, matches!(request, Request::Raise { .. }))
             .then(|| self.marks.clone());
-        if marks.is_some() {
-            self.remarked |= bit(index);
-        }
         // The common case (no marks) stays one small future: a join would be moved and
         // polled for nothing on every request.
         let mut fut: Pin<Box<dyn Future<Output = Reply> + Send>> = match marks {
@@ -255,56 +244,38 @@ impl Driver<'_> {
             return;
         }
         let id = notifier.waiter();
-        self.marks = prepare(command::mark(&self.keys, &id, self.marking.ttl_ms(), false));
+        self.marks = prepare(command::mark(&self.keys, &id, self.line.ttl_ms(), false));
         if !self.marks.is_empty() {
             self.waiter = Some(id);
-            self.marked = (0..self.inner.nodes.len()).fold(0, |set, i| set | bit(i));
         }
     }
 
     /// After an attempt that answered a release naming this waiter lost, once its cleanup
-    /// ended (a cleanup's release pops the first in line): the waiter stands first again on
-    /// the nodes whose releases popped it (REDLOCK.md §9), so that the next release there
-    /// wakes it rather than the waiter behind it, or nobody. A waiter for several keys joins
-    /// the back there instead (which key's line popped it is not known, and a free key must
-    /// not wait for it), and the marks the woken attempt skipped go to the other nodes when
-    /// they were due.
+    /// ended: the marks [`Line::requeue`] asks for (first in line where releases popped it).
     fn requeue(&mut self, now_us: u64) {
-        self.requeue = false;
-        let (Some(id), Some(l)) = (&self.waiter, &self.listener) else {
+        let popped = self.listener.as_ref().map_or(0, Listener::popped);
+        let r = self.line.requeue(now_us, popped);
+        let Some(id) = &self.waiter else {
             return;
         };
-        let popped = l.popped();
-        if popped != 0 {
-            let front = self.keys.len() == 1;
-            let marks = prepare(command::mark(&self.keys, id, self.marking.ttl_ms(), front));
-            self.fire(popped, &marks);
+        if r.popped != 0 {
+            let marks = prepare(command::mark(&self.keys, id, self.line.ttl_ms(), r.front));
+            self.fire(r.popped, &marks);
         }
-        let rest = if self.marking.due(now_us) {
-            self.marked & !popped
-        } else {
-            0
-        };
-        if rest != 0 {
+        if r.renew != 0 {
             let marks = self.marks.clone();
-            self.fire(rest, &marks);
+            self.fire(r.renew, &marks);
         }
-        self.remarked |= popped | rest;
     }
 
-    /// When the call ends, won or not: this waiter leaves the lines of the nodes that may
-    /// still hold it: every node it marked, less those whose release popped it and that it
-    /// did not mark again (the common hand-off: named by every node, it sends nothing). A
-    /// waiter for several keys leaves every line: a pop names the node, not the key.
+    /// When the call ends, won or not: this waiter leaves the lines [`Line::leave`] names
+    /// (the common hand-off, named by every node: none).
     fn unmark(&mut self) {
         let Some(id) = self.waiter.take() else {
             return;
         };
-        let popped = match &self.listener {
-            Some(l) if self.keys.len() == 1 => l.popped(),
-            _ => 0,
-        };
-        let nodes = self.marked & !(popped & !self.remarked);
+        let popped = self.listener.as_ref().map_or(0, Listener::popped);
+        let nodes = self.line.leave(popped);
         if nodes != 0 {
             self.fire(nodes, &prepare(command::unmark(&self.keys, &id)));
         }
@@ -402,7 +373,7 @@ async fn attempts(
         .options()
         .get_fence_counter_ttl()
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    let marking = Marks::new(m.options(), m.node_timeout());
+    let line = Line::new(m.options(), m.node_timeout(), keys.len(), inner.nodes.len());
     let mut d = Driver {
         inner,
         all_keys: if fenced {
@@ -421,11 +392,7 @@ async fn attempts(
         prepared: None,
         waiter: None,
         marks: Arc::from([]),
-        marking,
-        mark_attempt: false,
-        marked: 0,
-        remarked: 0,
-        requeue: false,
+        line,
         listening: None,
         listener: None,
     };
@@ -449,16 +416,12 @@ async fn attempts(
                     // Notices from before this attempt are answered by it. Notices that
                     // arrive while it runs are kept: a release that lands just after this
                     // attempt's request reached a node must still wake the wait that follows.
-                    if let Some(l) = &d.listener {
-                        d.requeue = l.named() != 0;
+                    let named = d.listener.as_ref().is_some_and(|l| {
+                        let named = l.named() != 0;
                         l.reset();
-                    }
-                    // An attempt woken by a release that named this waiter does not renew
-                    // its marks: one that loses stands first again where it was popped.
-                    d.mark_attempt = d.listener.is_some()
-                        && !d.marks.is_empty()
-                        && !d.requeue
-                        && d.marking.due(now);
+                        named
+                    });
+                    d.line.attempt(now, d.listener.is_some(), named);
                 }
                 Output::Send {
                     round,
@@ -471,7 +434,9 @@ async fn attempts(
                         d.join_lines(notifier);
                         let (keys, q, marks) = (d.keys.clone(), inner.quorum(), d.marks.clone());
                         let id = d.waiter.clone();
-                        d.marking.marked(now);
+                        if id.is_some() {
+                            d.line.join(now);
+                        }
                         d.listening = Some(Box::pin(async move {
                             let l = notifier.listen(&keys, id, q, timeout).await;
                             let vacant = l.is_some()
@@ -496,7 +461,7 @@ async fn attempts(
                 }
             }
         }
-        if d.requeue && d.cleanup.is_none() && d.m.wants_release_notice() {
+        if d.line.woken() && d.cleanup.is_none() && d.m.wants_release_notice() {
             d.requeue(now);
         }
         if !d.ready.is_empty() {

@@ -486,7 +486,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_468(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_469(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -512,7 +512,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_468(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_469(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -592,12 +592,12 @@ function __wbg_get_imports() {
         }, arguments); },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 117, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_461);
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_462);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [U32], shim_idx: 6, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_178);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_179);
             return ret;
         },
         __wbindgen_generic_0000000000000003: function(arg0) {
@@ -630,19 +630,19 @@ function __wbg_get_imports() {
     };
 }
 
-function __wasm_bindgen_func_elem_461(arg0, arg1, arg2) {
-    const ret = wasm.__wasm_bindgen_func_elem_461(arg0, arg1, arg2);
+function __wasm_bindgen_func_elem_462(arg0, arg1, arg2) {
+    const ret = wasm.__wasm_bindgen_func_elem_462(arg0, arg1, arg2);
     if (ret[1]) {
         throw takeFromExternrefTable0(ret[0]);
     }
 }
 
-function __wasm_bindgen_func_elem_468(arg0, arg1, arg2, arg3) {
-    wasm.__wasm_bindgen_func_elem_468(arg0, arg1, arg2, arg3);
+function __wasm_bindgen_func_elem_469(arg0, arg1, arg2, arg3) {
+    wasm.__wasm_bindgen_func_elem_469(arg0, arg1, arg2, arg3);
 }
 
-function __wasm_bindgen_func_elem_178(arg0, arg1, arg2) {
-    wasm.__wasm_bindgen_func_elem_178(arg0, arg1, arg2);
+function __wasm_bindgen_func_elem_179(arg0, arg1, arg2) {
+    wasm.__wasm_bindgen_func_elem_179(arg0, arg1, arg2);
 }
 
 const EngineFinalization = (typeof FinalizationRegistry === 'undefined')

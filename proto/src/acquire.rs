@@ -135,67 +135,6 @@ pub fn next_attempt(
     (attempt <= opts.get_retry_count() && !out_of_budget).then_some(delay)
 }
 
-/// The longest life of a waiter's mark (a day): longer retry delays renew it on each attempt.
-pub const MAX_MARK_TTL_MS: u64 = 86_400_000;
-
-/// When a waiter marks its keys' waiter flags (REDLOCK.md §9, [`crate::command::mark`]): at
-/// its `EXISTS` check, then before an attempt only when the last mark could expire before the
-/// attempt after it. A mark lasts twice the longest time between the starts of two attempts
-/// (a round, a fenced acquisition's raise and a cleanup, each bounded by the node timeout,
-/// then the retry delay and its jitter), at least a second and at most a day. A waiter keeps
-/// its place in line while the flag lives, so one that keeps losing renews its mark about once
-/// per half its life, not on every attempt.
-#[derive(Clone, Debug)]
-pub struct Marks {
-    ttl_ms: u64,
-    /// The longest time between the starts of two attempts, in µs.
-    gap_us: u64,
-    last_us: Option<u64>,
-}
-
-impl Marks {
-    /// The schedule for an acquisition with `opts` and `node_timeout`.
-    pub fn new(opts: &LockOptions, node_timeout: Duration) -> Self {
-        let gap = opts
-            .get_retry_delay()
-            .saturating_add(opts.get_retry_jitter())
-            .saturating_add(node_timeout.saturating_mul(3));
-        let gap_us = u64::try_from(gap.as_micros()).unwrap_or(u64::MAX);
-        let ttl_ms = (gap_us / 1_000)
-            .saturating_add(1)
-            .saturating_mul(2)
-            .clamp(1_000, MAX_MARK_TTL_MS);
-        Marks {
-            ttl_ms,
-            gap_us,
-            last_us: None,
-        }
-    }
-
-    /// How long a mark lasts, in milliseconds (its `PX`).
-    pub fn ttl_ms(&self) -> u64 {
-        self.ttl_ms
-    }
-
-    /// Records marks sent at `now_us` (the check's, which always marks).
-    pub fn marked(&mut self, now_us: u64) {
-        self.last_us = Some(now_us);
-    }
-
-    /// Whether an attempt starting at `now_us` marks first: no mark yet, or the last one may
-    /// expire before the attempt after this one. Records the mark when it is due.
-    pub fn due(&mut self, now_us: u64) -> bool {
-        let lasts_us = self.ttl_ms.saturating_mul(1_000);
-        let due = self
-            .last_us
-            .is_none_or(|at| now_us.saturating_sub(at).saturating_add(self.gap_us) >= lasts_us);
-        if due {
-            self.marked(now_us);
-        }
-        due
-    }
-}
-
 /// The report kept for an error: rounds become reports, the history at most `cap` long.
 pub fn remember(history: &mut Vec<Report>, report: &Report, cap: usize) {
     if cap == 0 {
@@ -212,30 +151,6 @@ mod tests {
     use super::*;
     use crate::quorum::tests::round_of as round;
     use NodeKind::*;
-
-    #[test]
-    fn marks_last_two_gaps_and_are_renewed_before_they_could_lapse() {
-        let opts = LockOptions::default()
-            .retry_delay(Duration::from_millis(2_000))
-            .retry_jitter(Duration::from_millis(500));
-        let mut m = Marks::new(&opts, Duration::from_millis(50));
-        // gap = 2 000 + 500 + 3 x 50 ms
-        assert_eq!(m.ttl_ms(), 5_302);
-        assert!(m.due(0), "the first attempt while subscribed marks");
-        assert!(!m.due(1_000), "a fresh mark outlives the next gap");
-        assert!(!m.due(2_651_000));
-        assert!(
-            m.due(2_652_000),
-            "the mark could lapse before the attempt after this one"
-        );
-        assert!(!m.due(2_653_000));
-        m.marked(10_000_000);
-        assert!(!m.due(10_000_001));
-        let short = LockOptions::default()
-            .retry_delay(Duration::from_millis(10))
-            .retry_jitter(Duration::ZERO);
-        assert_eq!(Marks::new(&short, Duration::from_millis(5)).ttl_ms(), 1_000);
-    }
 
     #[test]
     fn verdicts() {

@@ -464,7 +464,7 @@ pub fn waiter_id(client: &[u8], n: u64) -> Vec<u8> {
 /// lost). Flag and line live at least `ttl_ms`. Sent on a node's connection *before* the
 /// waiter's vacancy check or attempt there: a release before it leaves the key gone for the
 /// check or the attempt that follows it; one after it wakes the first in line.
-/// [`crate::acquire::Marks`] says when to renew it. The reply carries nothing; a refused
+/// [`crate::line::Marks`] says when to renew it. The reply carries nothing; a refused
 /// mark only costs a notice.
 pub fn mark(keys: &[Vec<u8>], waiter: &[u8], ttl_ms: u64, front: bool) -> Vec<Command> {
     keys.iter()

@@ -24,6 +24,7 @@ pub mod error;
 pub mod extend;
 pub mod fencing;
 pub mod hold;
+pub mod line;
 #[cfg(feature = "mutants")]
 pub mod mutant;
 pub mod probe;

@@ -15,12 +15,13 @@ use std::task::Poll;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use quorumlock_proto::acquire::{Marks, vacant};
+use quorumlock_proto::acquire::vacant;
 use quorumlock_proto::acquisition::{Acquisition, Grant, Output, Request};
 use quorumlock_proto::command;
 use quorumlock_proto::config::LockOptions;
 use quorumlock_proto::error::Result;
 use quorumlock_proto::fencing;
+use quorumlock_proto::line::{Line, bit};
 use quorumlock_proto::quorum::{Decide, quorum};
 use quorumlock_proto::report::NodeKind;
 use quorumlock_proto::round::Answer;
@@ -64,14 +65,10 @@ pub async fn acquire(
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     let ttl_ms = m.ttl_ms();
     let timeout = m.node_timeout();
-    let mut marking = Marks::new(m.options(), timeout);
-    let mut mark_attempt = false;
+    let mut line = Line::new(m.options(), timeout, keys.len(), inner.n());
     // A place in the keys' lines only where releases wake waiters in line (braced keys,
     // notification on), taken at the first wait: most calls never wait.
     let mut waiter: Option<Rc<Waiter>> = None;
-    // Whether the attempt in flight answers a release that named this waiter: if it loses,
-    // the waiter stands first again.
-    let mut requeue = false;
     let mut abort = Aborted::new(signal);
     if abort.is_aborted() {
         return Err(m.cancel().error);
@@ -86,19 +83,16 @@ pub async fn acquire(
             match out {
                 Output::Attempt { .. } => {
                     // Notices from before this attempt are answered by it.
-                    if let Some(l) = &listener {
-                        requeue = l.reset();
-                    }
-                    // An attempt woken by a release that named this waiter does not renew its
-                    // marks: one that loses stands first again.
-                    mark_attempt =
-                        listener.is_some() && waiter.is_some() && !requeue && marking.due(now_us());
+                    let named = listener.as_ref().is_some_and(Listener::reset);
+                    line.attempt(now_us(), listener.is_some(), named);
                 }
                 Output::Listen => {
                     if inner.s.notify {
-                        waiter = Waiter::new(inner, &keys, marking.ttl_ms());
+                        waiter = Waiter::new(inner, &keys, line.ttl_ms());
                         listening = Some(listen(inner, &keys, waiter.clone(), timeout));
-                        marking.marked(now_us());
+                        if waiter.is_some() {
+                            line.join(now_us());
+                        }
                     }
                 }
                 Output::Send {
@@ -133,11 +127,10 @@ pub async fn acquire(
                     };
                     // While subscribed, an attempt first renews the marks of the keys' waiter
                     // flags when they could lapse before the next one (REDLOCK.md §9).
-                    if mark_attempt
-                        && !matches!(request, Request::Raise { .. })
-                        && let Some(w) = &waiter
+                    if let Some(w) = &waiter
+                        && line.sends_marks(node, matches!(request, Request::Raise { .. }))
                     {
-                        w.mark(node, false, traffic);
+                        w.mark(bit(node), false, traffic);
                     }
                     let sent = inner.request(node, &cmd, traffic);
                     inflight.push(Box::pin(async move {
@@ -153,21 +146,19 @@ pub async fn acquire(
                 }
                 Output::Done(result) => {
                     if let Some(w) = &waiter {
-                        w.leave();
+                        w.leave(line.leave(popped(&listener)));
                     }
                     return result;
                 }
             }
         }
-        if requeue && cleanup.is_none() && m.wants_release_notice() {
+        if line.woken() && cleanup.is_none() && m.wants_release_notice() {
             // Popped from the lines by the release its attempt lost, and its cleanup (whose
-            // release pops the first in line) ended: first in line again. A waiter for several
-            // keys keeps or takes its place at the back instead (a free key must not wait for
-            // it).
-            requeue = false;
+            // release pops the first in line) ended: first in line again where it was popped.
+            let r = line.requeue(now_us(), popped(&listener));
             if let Some(w) = &waiter {
-                w.mark_all(keys.len() == 1);
-                marking.marked(now_us());
+                w.mark(r.popped, r.front, Traffic::Any);
+                w.mark(r.renew, false, Traffic::Any);
             }
         }
         let deadline = m.poll_timeout();
@@ -231,7 +222,7 @@ pub async fn acquire(
             Event::Cancelled => {
                 // Out of the lines first: the cleanup's release then wakes the next waiter.
                 if let Some(w) = &waiter {
-                    w.leave();
+                    w.leave(line.leave(popped(&listener)));
                 }
                 let c = m.cancel();
                 if let Some((nodes, value)) = c.clean {
@@ -271,7 +262,7 @@ fn listen(
         // The marks go out before the check on each node: a release after them wakes the
         // first in line.
         if let Some(w) = &waiter {
-            w.mark_all(false);
+            w.mark(u64::MAX, false, Traffic::Any);
         }
         let round = inner
             .round(
@@ -285,6 +276,11 @@ fn listen(
             .await;
         (Some(l), vacant(&round, n))
     })
+}
+
+/// The nodes whose releases popped this waiter from its line.
+fn popped(listener: &Option<Listener>) -> u64 {
+    listener.as_ref().map_or(0, Listener::popped)
 }
 
 /// Starts releasing `value` on `nodes` now; the future ends when every node answered or

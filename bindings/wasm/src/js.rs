@@ -11,6 +11,7 @@ use std::task::{Context, Poll, Waker};
 use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
 use quorumlock_proto::command::{Failure, Reply, error_kind};
 use quorumlock_proto::error::Error;
+use quorumlock_proto::line::bit;
 use quorumlock_proto::report::{NodeCategory, NodeKind, Report};
 use quorumlock_proto::value::Random;
 use wasm_bindgen::JsCast;
@@ -285,6 +286,8 @@ struct Heard {
     suffix: String,
     /// Whether a notice since the last reset named this waiter.
     named: bool,
+    /// The nodes whose releases popped this waiter from its line (one bit per node).
+    popped: u64,
     waker: Option<Waker>,
 }
 
@@ -320,6 +323,9 @@ pub fn notice(listener: u32, node: u32, channel: JsValue, message: JsValue) {
         let slot = heard.nodes.get_mut(usize::try_from(node).ok()?)?;
         *slot = true;
         heard.named |= mine;
+        if mine {
+            heard.popped |= bit(usize::try_from(node).ok()?);
+        }
         heard.waker.take()
     });
     if let Some(w) = waker {
@@ -368,6 +374,7 @@ impl Listener {
                     id: waiter,
                     suffix,
                     named: false,
+                    popped: 0,
                     waker: None,
                 },
             )
@@ -420,6 +427,11 @@ impl Listener {
             h.nodes.iter_mut().for_each(|x| *x = false);
             std::mem::take(&mut h.named)
         })
+    }
+
+    /// The nodes whose releases popped this waiter from its line.
+    pub fn popped(&self) -> u64 {
+        LISTENERS.with(|l| l.borrow().get(&self.id).map_or(0, |h| h.popped))
     }
 
     /// Ready once notices came from the threshold's number of nodes since the last reset.

@@ -1,14 +1,13 @@
 //! A waiting acquire call's place in the lines of its keys (REDLOCK.md §9): each braced lock
 //! key has a waiter flag `<key>:w` and a line `<key>:q` of waiter ids, and while the flag
-//! exists a release wakes the first in line by name. The waiter joins at its first wait and
-//! renews its place while it waits, stands first again when an attempt that answered a
-//! release naming it lost, and leaves every line when the call ends.
+//! exists a release wakes the first in line by name. The decisions of where and when it marks
+//! and leaves are `quorumlock_proto::line::Line`'s; this writes them.
 
-use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::Arc;
 
 use quorumlock_proto::command::{self, Command, Failure, Notify, Reply};
+use quorumlock_proto::line::bit;
 
 use crate::engine::{Inner, Local, Traffic};
 
@@ -22,8 +21,6 @@ pub struct Waiter {
     back: Vec<Command>,
     /// MARK first in each key's line.
     front: Vec<Command>,
-    /// Whether marks went out: the call then leaves the lines when it ends.
-    marked: Cell<bool>,
 }
 
 impl Waiter {
@@ -44,7 +41,6 @@ impl Waiter {
             front: command::mark(keys, &id, ttl_ms, true),
             back,
             id,
-            marked: Cell::new(false),
         }))
     }
 
@@ -53,40 +49,27 @@ impl Waiter {
         &self.id
     }
 
-    /// Writes the marks to node `node` now: at the back of each line (or in its place
-    /// there), or first with `front`.
-    pub fn mark(&self, node: usize, front: bool, traffic: Traffic) {
-        self.marked.set(true);
+    /// Writes the marks to the nodes of `nodes` (one bit per node, [`bit`]) now: at the back
+    /// of each line (or in its place there), or first with `front`.
+    pub fn mark(&self, nodes: u64, front: bool, traffic: Traffic) {
         let marks = if front { &self.front } else { &self.back };
-        collect(
-            marks
-                .iter()
-                .map(|m| self.inner.request(node, m, traffic))
-                .collect(),
-        );
+        self.write(nodes, marks, traffic);
     }
 
-    /// Writes the marks to every node now (see [`Waiter::mark`]).
-    pub fn mark_all(&self, front: bool) {
-        for node in 0..self.inner.n() {
-            self.mark(node, front, Traffic::Any);
-        }
+    /// The call ends: writes UNMARK ([`command::unmark`]) to the nodes of `nodes` now, ahead
+    /// of the caller's next request there.
+    pub fn leave(&self, nodes: u64) {
+        self.write(nodes, &command::unmark(&self.keys, &self.id), Traffic::Any);
     }
 
-    /// The call ends: when it marked, writes UNMARK ([`command::unmark`]) to every node now,
-    /// ahead of the caller's next request there (a release that popped this waiter on a
-    /// node left nothing to remove; the `ZREM` is harmless).
-    pub fn leave(&self) {
-        if !self.marked.replace(false) {
-            return;
-        }
-        let unmark = command::unmark(&self.keys, &self.id);
+    fn write(&self, nodes: u64, commands: &[Command], traffic: Traffic) {
         collect(
             (0..self.inner.n())
+                .filter(|node| nodes & bit(*node) != 0)
                 .flat_map(|node| {
-                    unmark
+                    commands
                         .iter()
-                        .map(move |c| self.inner.request(node, c, Traffic::Any))
+                        .map(move |c| self.inner.request(node, c, traffic))
                 })
                 .collect(),
         );

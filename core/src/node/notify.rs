@@ -43,6 +43,7 @@ use crate::clock::MonoTime;
 use crate::report::NodeKind;
 use crate::warning::{Warning, WarningKind};
 use quorumlock_proto::command;
+use quorumlock_proto::line::bit;
 
 /// How long a node's pub/sub connection stays open without listeners.
 const IDLE_CLOSE: Duration = Duration::from_secs(30);
@@ -183,11 +184,6 @@ pub(crate) struct Notifier {
     client: Vec<u8>,
     /// The number of the next waiter.
     next: AtomicU64,
-}
-
-/// The bit of node `i` in a set of nodes (one `u64`, as [`Heard`] keeps them).
-pub(crate) fn bit(i: usize) -> u64 {
-    1 << (i % 64)
 }
 
 impl Notifier {
