@@ -2,8 +2,9 @@
 # parser of untrusted input. `make fuzz-smoke` runs each target 20 s (CI, after `make test`);
 # `make fuzz FUZZ_SECONDS=600` is the long run. New corpus entries go to $(FUZZ_WORK), the
 # committed seeds in fuzz/corpus/<target> are read only; a crash leaves its input in
-# fuzz/artifacts/<target>/ and fails the run. Needs a nightly compiler: `cargo +nightly` when
-# rustup has one, else the stable one with RUSTC_BOOTSTRAP=1.
+# fuzz/artifacts/<target>/ and fails the run, printing the report's first lines (the panic or
+# sanitizer message) and the log's last ones (the input as bytes). Needs a nightly compiler:
+# `cargo +nightly` when rustup has one, else the stable one with RUSTC_BOOTSTRAP=1.
 .PHONY: fuzz fuzz-smoke fuzz-tools
 
 FUZZ_SECONDS ?= 600
@@ -23,7 +24,9 @@ fuzz: fuzz-tools
 	  mkdir -p "$(FUZZ_WORK)/$$t"; log="$(FUZZ_WORK)/$$t.log"; \
 	  if ! $(FUZZ_CARGO) fuzz run "$$t" "$(FUZZ_WORK)/$$t" "corpus/$$t" -- \
 	      -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 >"$$log" 2>&1; then \
-	    tail -n 60 "$$log"; echo "fuzz: $$t FAILED (input in fuzz/artifacts/$$t/, log $$log)"; exit 1; \
+	    grep -m1 -A40 -E 'panicked at|ERROR: AddressSanitizer|ERROR: LeakSanitizer|ERROR: libFuzzer|deadly signal' "$$log" || true; \
+	    echo '[...]'; tail -n 25 "$$log"; \
+	    echo "fuzz: $$t FAILED (input in fuzz/artifacts/$$t/, log $$log)"; exit 1; \
 	  fi; \
 	  runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' "$$log" | tail -n1); \
 	  cov=$$(grep -o 'cov: [0-9]*' "$$log" | tail -n1); \

@@ -130,8 +130,32 @@ pub(crate) fn split(url: &str) -> Result<Split, String> {
     })
 }
 
+/// The largest TLS file read (a PEM bundle of every public CA is about 200 KiB).
+const MAX_TLS_FILE: u64 = 1 << 20;
+
+/// Reads a TLS file: a regular file (a device, a pipe or `/proc/kcore` is refused before it is
+/// opened, so it can neither block nor exhaust memory) of at most [`MAX_TLS_FILE`] bytes.
 fn read(param: &str, path: &str) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("cannot read the {param} file {path}: {e}"))
+    use std::io::Read;
+    let cannot = |e: std::io::Error| format!("cannot read the {param} file {path}: {e}");
+    let meta = std::fs::metadata(path).map_err(cannot)?;
+    if !meta.is_file() {
+        return Err(format!(
+            "the {param} file {path} is not a regular file (a PEM file is expected)"
+        ));
+    }
+    let too_big = || format!("the {param} file {path} is larger than {MAX_TLS_FILE} bytes");
+    if meta.len() > MAX_TLS_FILE {
+        return Err(too_big());
+    }
+    let mut out = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_TLS_FILE + 1).read_to_end(&mut out))
+        .map_err(cannot)?;
+    if out.len() as u64 > MAX_TLS_FILE {
+        return Err(too_big());
+    }
+    Ok(out)
 }
 
 /// Percent-decodes one query component (`+` stays a plus: these are paths).
@@ -195,11 +219,29 @@ mod tests {
                 "rediss://u:s3cret@h:1/?tls_ca=/nonexistent/ca.pem",
                 "cannot read",
             ),
+            (
+                "rediss://u:s3cret@h:1/?tls_ca=/dev/zero",
+                "not a regular file",
+            ),
+            ("rediss://u:s3cret@h:1/?tls_ca=/", "not a regular file"),
         ] {
             let e = split(url).err().unwrap_or_default();
             assert!(e.contains(want), "{url}: {e}");
             assert!(!e.contains("s3cret"), "{e}");
         }
+    }
+
+    #[test]
+    fn tls_files_over_a_mebibyte_are_refused() {
+        let dir = std::env::temp_dir().join(format!("ql-tls-big-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let big = dir.join("ca.pem");
+        std::fs::write(&big, vec![b'A'; (MAX_TLS_FILE + 1) as usize]).unwrap();
+        let e = split(&format!("rediss://h:1/?tls_ca={}", big.display()))
+            .err()
+            .unwrap_or_default();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(e.contains("larger than 1048576 bytes"), "{e}");
     }
 
     #[test]
