@@ -12,9 +12,16 @@ pub const RAISE: &str = include_str!("lua/raise.lua");
 /// FENCE-CHECK, for protected resources kept in Redis: KEYS: fence key; ARGV: token.
 pub const FENCE_CHECK: &str = include_str!("lua/fence_check.lua");
 /// RELEASE of a single key: compare-and-delete returning 1 / 0 / -1. ARGV: value, notify.
-pub const RELEASE_ONE: &str = include_str!("lua/release_one.lua");
+/// Both releases start with `lua/wake.lua`, which tells a deleted key's waiters.
+pub const RELEASE_ONE: &str = concat!(
+    include_str!("lua/wake.lua"),
+    include_str!("lua/release_one.lua")
+);
 /// RELEASE of a set: compare-and-delete every key, returning `{deleted, held_by_other}`.
-pub const RELEASE: &str = include_str!("lua/release.lua");
+pub const RELEASE: &str = concat!(
+    include_str!("lua/wake.lua"),
+    include_str!("lua/release.lua")
+);
 /// EXTEND: compare-and-lengthen. KEYS: the lock keys; ARGV: value, ttl ms.
 pub const EXTEND: &str = include_str!("lua/extend.lua");
 /// EXTEND-BATCH: EXTEND for several locks in one request. KEYS: every lock's keys in turn;

@@ -6,10 +6,8 @@
 --   "0" none;
 --   "1" publish every deleted key on `<key>:released`;
 --   "2" only while the key's waiter flag exists (read with the key in one MGET; a rule without
---       MGET reads the key alone and tells waiters every time): pop the first waiter of the
---       key's line (a sorted set of waiter ids `<client>.<n>`, MARK) and publish its id on
---       `<key>:released:<client>`; with nobody in line (an older client's waiter) or a refused
---       ZPOPMIN, publish the key on `<key>:released`.
+--       MGET reads the key alone and tells waiters every time): wake the first waiter of the
+--       key's line (wake.lua, which this script starts with).
 -- Every key is read before any is deleted: a failed read fails the script before it wrote.
 -- Returns {deleted, held_by_other}; keys holding another value are never touched.
 local mode = ARGV[2]
@@ -34,13 +32,7 @@ for i = 1, n do
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1
     if waited[i] then
-      local w = mode == '2' and redis.pcall('ZPOPMIN', KEYS[2 * n + i])
-      if w and not w.err and w[1] then
-        local client = string.match(w[1], '^(.*)%.') or w[1]
-        redis.pcall('PUBLISH', KEYS[i] .. ':released:' .. client, w[1])
-      else
-        redis.pcall('PUBLISH', KEYS[i] .. ':released', KEYS[i])
-      end
+      wake(KEYS[i], mode == '2' and KEYS[2 * n + i])
     end
   elseif values[i] then
     other = other + 1

@@ -2,7 +2,7 @@
 -- KEYS[1]: lock key; in mode "2" KEYS[2]: its waiter flag, KEYS[3]: its line. ARGV[1]: value.
 -- ARGV[2]: notification mode: "0" none, "1" publish the key on `<key>:released`, "2" only
 -- while the waiter flag exists (read with the key in one MGET), and then wake the first waiter
--- in line (see release.lua). Every call that an ACL may refuse goes through pcall: a
+-- in line (wake.lua, which this script starts with). Every call that an ACL may refuse goes through pcall: a
 -- completed delete is never turned into an error.
 -- Returns 1 when deleted, 0 when absent, -1 (touching nothing) when another value holds it.
 local v, waited
@@ -19,13 +19,7 @@ end
 if v == ARGV[1] then
   redis.call('DEL', KEYS[1])
   if waited then
-    local w = ARGV[2] == '2' and redis.pcall('ZPOPMIN', KEYS[3])
-    if w and not w.err and w[1] then
-      local client = string.match(w[1], '^(.*)%.') or w[1]
-      redis.pcall('PUBLISH', KEYS[1] .. ':released:' .. client, w[1])
-    else
-      redis.pcall('PUBLISH', KEYS[1] .. ':released', KEYS[1])
-    end
+    wake(KEYS[1], ARGV[2] == '2' and KEYS[3])
   end
   return 1
 elseif v then
