@@ -299,6 +299,64 @@ mod tests {
         assert_eq!(l.leave(0b11111), 0b11111);
     }
 
+    /// Random walks over the driver's calls (a fixed xorshift seed): whatever the order, a
+    /// waiter marks and leaves only nodes that exist, requeues only where it stands, leaves
+    /// every node it marked again, and leaves once.
+    #[test]
+    fn a_waiter_never_touches_a_node_it_does_not_stand_on() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for walk in 0..2_000 {
+            let keys = 1 + (walk % 2) as usize;
+            let mut l = line(keys);
+            let all = 0b11111;
+            let (mut joined, mut remarked, mut now) = (false, 0u64, 0u64);
+            for _ in 0..12 {
+                now += next() % 3_000_000;
+                let popped = next() & all;
+                match next() % 4 {
+                    0 => {
+                        l.join(now);
+                        joined = true;
+                    }
+                    1 => {
+                        let (listening, named) = (next() % 2 == 0, next() % 2 == 0);
+                        let renews = l.attempt(now, listening, named);
+                        assert!(!renews || (joined && listening && !named));
+                        for node in 0..5 {
+                            if l.sends_marks(node, false) {
+                                remarked |= bit(node);
+                            }
+                        }
+                    }
+                    2 => {
+                        let r = l.requeue(now, popped);
+                        assert_eq!(r.popped & !popped, 0);
+                        assert_eq!(r.renew & r.popped, 0);
+                        assert!(joined || (r.popped | r.renew) == 0);
+                        assert_eq!(r.front, keys == 1);
+                        remarked |= r.popped | r.renew;
+                    }
+                    _ => {}
+                }
+                assert_eq!((l.marked | l.remarked) & !all, 0, "only nodes that exist");
+            }
+            let left = l.leave(next() & all);
+            assert_eq!(left & !all, 0);
+            if joined {
+                assert_eq!(left & remarked, remarked, "marked again: always left");
+            } else {
+                assert_eq!(left, 0);
+            }
+            assert_eq!(l.leave(0), 0, "left once");
+        }
+    }
+
     #[test]
     fn a_named_waiter_that_won_leaves_only_the_lines_it_was_not_popped_from() {
         let mut l = line(1);
