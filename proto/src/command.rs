@@ -387,6 +387,14 @@ pub fn reads_flags(keys: &[Vec<u8>], notify: Notify) -> bool {
     notify == Notify::Waiters && keys.iter().all(|k| waiter_flag(k).is_some())
 }
 
+/// Whether a [`release`] of `keys` with `notify` that a node answered with `kind` is sent
+/// there again without flags and lines ([`Notify::without_flags`]), as are that node's later
+/// releases: the ACL refused the keys of a release that declares them (`NOPERM` before the
+/// script runs: a key pattern that covers the lock keys but not `<key>:w` / `<key>:q`).
+pub fn refused_flags(keys: &[Vec<u8>], notify: Notify, kind: NodeKind) -> bool {
+    kind == NodeKind::NoPermission && reads_flags(keys, notify)
+}
+
 /// The waiter flag of a lock key (REDLOCK.md §9): `<key>:w`, for a key with a Redis Cluster
 /// hash tag, so that the flag lives in the key's hash slot; `None` for a key without one,
 /// whose releases publish whether anybody waits or not. Only [`Notify::Waiters`] (braced
@@ -664,6 +672,17 @@ mod tests {
         assert!(reads_flags(&tagged, Notify::Waiters));
         assert!(!reads_flags(&tagged, Notify::Always) && !reads_flags(&mixed, Notify::Waiters));
         assert_eq!(Notify::Waiters.without_flags(), Notify::Always);
+        assert!(refused_flags(
+            &tagged,
+            Notify::Waiters,
+            NodeKind::NoPermission
+        ));
+        assert!(!refused_flags(&tagged, Notify::Waiters, NodeKind::Timeout));
+        assert!(!refused_flags(
+            &mixed,
+            Notify::Waiters,
+            NodeKind::NoPermission
+        ));
         assert_eq!(
             Notify::of(true, crate::config::KeyFormat::Bare),
             Notify::Always

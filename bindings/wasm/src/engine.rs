@@ -510,10 +510,10 @@ impl Inner {
         let refused: Vec<usize> = report
             .nodes()
             .iter()
-            .filter(|r| r.kind == NodeKind::NoPermission)
+            .filter(|r| command::refused_flags(keys, notify, r.kind))
             .map(|r| r.index)
             .collect();
-        if !command::reads_flags(keys, notify) || refused.is_empty() {
+        if refused.is_empty() {
             return report;
         }
         self.flagless.set(true);

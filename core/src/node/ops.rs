@@ -305,7 +305,7 @@ impl Node {
         notify: Notify,
         e: NodeFailure,
     ) -> Result<(usize, usize), NodeFailure> {
-        if !command::reads_flags(keys, notify) || e.0 != NodeKind::NoPermission {
+        if !command::refused_flags(keys, notify, e.0) {
             return Err(e);
         }
         if !self.flagless.swap(true, Ordering::Relaxed) {
