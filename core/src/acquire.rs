@@ -48,13 +48,24 @@ use quorumlock_proto::round::Answer;
 
 /// Sends RELEASE for `keys`/`value` to every node and waits (each node bounded by
 /// `timeout`) for the per-node report.
+/// Once the requests are queued, a waiter of this client for the one key may be handed it
+/// ([`Notifier::hand_over`]; not on cluster members, whose requests keep no order).
 pub(crate) async fn release_keys(
     inner: &Inner,
     keys: &Arc<[Vec<u8>]>,
     value: &Arc<str>,
     timeout: Duration,
 ) -> Report {
-    release_on(inner, &inner.nodes, keys, value, timeout).await
+    let hand_over = || {
+        if let (Some(notifier), [key]) = (&inner.notifier, &keys[..])
+            && inner.notify == command::Notify::Waiters
+            && !inner.nodes.iter().any(|n| n.is_cluster())
+            && notifier.hand_over(key)
+        {
+            tracing::trace!("key handed to a waiter of this client");
+        }
+    };
+    release_on(inner, &inner.nodes, keys, value, timeout, hand_over).await
 }
 
 async fn release_on(
@@ -63,16 +74,18 @@ async fn release_on(
     keys: &Arc<[Vec<u8>]>,
     value: &Arc<str>,
     timeout: Duration,
+    queued: impl FnOnce(),
 ) -> Report {
     let notify = inner.notify;
     let prepared = Prepared::new(command::release(keys, value, notify));
-    quorum::round(nodes, timeout, Decide::All, |node| {
+    let send = |node: Arc<Node>| {
         let (keys, value) = (keys.clone(), value.clone());
         let prepared = prepared.clone();
         async move { node.release(&keys, &value, notify, Some(&prepared)).await }
-    })
-    .await
-    .into_report()
+    };
+    quorum::round_then(nodes, timeout, Decide::All, send, queued)
+        .await
+        .into_report()
 }
 
 pub(crate) fn spawn_release(
@@ -156,6 +169,11 @@ struct Driver<'a> {
     marks: Arc<[Arc<Prepared>]>,
     /// Which nodes get marks and unmarks, and when.
     line: Line,
+    /// The current attempt was handed the key by a release of this client
+    /// ([`Notifier::hand_over`]): its ACQUIRE goes as ACQUIRE-TURN, in this round once sent.
+    turn: Option<Option<u64>>,
+    /// The nodes where an ACQUIRE-TURN of this waiter wrote: their lines no longer hold it.
+    turned: u64,
     listening: Option<Listening<'a>>,
     listener: Option<Listener>,
 }
@@ -203,7 +221,7 @@ impl Driver<'_> {
             Request::Acquire { value } => Some(match &self.prepared {
                 Some((r, p)) if *r == round => p.clone(),
                 _ => {
-                    let p = Prepared::new(command::acquire(&keys, value, ttl_ms));
+                    let p = Prepared::new(self.acquire_command(round, value));
                     self.prepared = Some((round, p.clone()));
                     p
                 }
@@ -237,6 +255,32 @@ impl Driver<'_> {
         }
     }
 
+    /// The ACQUIRE of `round`: ACQUIRE-TURN when a release of this client handed this
+    /// waiter the key ([`command::acquire_turn`]).
+    fn acquire_command(&mut self, round: u64, value: &str) -> command::Command {
+        if let (Some(turn), Some(id), [key]) = (&mut self.turn, &self.waiter, &self.keys[..])
+            && let Some(c) = command::acquire_turn(key, id, value, self.ttl_ms)
+        {
+            *turn = Some(round);
+            return c;
+        }
+        command::acquire(&self.all_keys, value, self.ttl_ms)
+    }
+
+    /// A reply to `round` from `node`: an ACQUIRE-TURN that wrote took this waiter out of
+    /// the key's line there.
+    fn turned(&mut self, round: u64, node: usize, answer: &Answer) {
+        if self.turn == Some(Some(round)) && matches!(answer, Ok(NodeKind::Ok)) {
+            self.turned |= bit(node);
+        }
+    }
+
+    /// The nodes whose lines no longer hold this waiter: popped by releases, or left by an
+    /// ACQUIRE-TURN that wrote.
+    fn popped(&self) -> u64 {
+        self.listener.as_ref().map_or(0, Listener::popped) | self.turned
+    }
+
     /// At the first wait: this call's waiter id and marks ([`command::mark`]), when the
     /// client's releases wake waiters in line ([`command::Notify::Waiters`]).
     fn join_lines(&mut self, notifier: &Notifier) {
@@ -253,8 +297,7 @@ impl Driver<'_> {
     /// After an attempt that answered a release naming this waiter lost, once its cleanup
     /// ended: the marks [`Line::requeue`] asks for (first in line where releases popped it).
     fn requeue(&mut self, now_us: u64) {
-        let popped = self.listener.as_ref().map_or(0, Listener::popped);
-        let r = self.line.requeue(now_us, popped);
+        let r = self.line.requeue(now_us, self.popped());
         let Some(id) = &self.waiter else {
             return;
         };
@@ -274,8 +317,7 @@ impl Driver<'_> {
         let Some(id) = self.waiter.take() else {
             return;
         };
-        let popped = self.listener.as_ref().map_or(0, Listener::popped);
-        let nodes = self.line.leave(popped);
+        let nodes = self.line.leave(self.popped());
         if nodes != 0 {
             self.fire(nodes, &prepare(command::unmark(&self.keys, &id)));
         }
@@ -322,7 +364,7 @@ impl Driver<'_> {
             .collect();
         let (inner, keys, timeout) = (self.inner.clone(), self.keys.clone(), self.m.node_timeout());
         self.cleanup = Some(self.inner.runtime.spawn(async move {
-            let report = release_on(&inner, &dirty, &keys, &value, timeout).await;
+            let report = release_on(&inner, &dirty, &keys, &value, timeout, || {}).await;
             tracing::trace!(%report, "cleanup done");
         }));
     }
@@ -393,6 +435,8 @@ async fn attempts(
         waiter: None,
         marks: Arc::from([]),
         line,
+        turn: None,
+        turned: 0,
         listening: None,
         listener: None,
     };
@@ -416,12 +460,17 @@ async fn attempts(
                     // Notices from before this attempt are answered by it. Notices that
                     // arrive while it runs are kept: a release that lands just after this
                     // attempt's request reached a node must still wake the wait that follows.
-                    let named = d.listener.as_ref().is_some_and(|l| {
-                        let named = l.named() != 0;
+                    // A release of this client that handed the key over popped this waiter
+                    // too, or another one ahead of it: like a named attempt, it renews no
+                    // marks (a mark would put it back in line before its ACQUIRE-TURN).
+                    let (named, handed) = d.listener.as_ref().map_or((false, false), |l| {
+                        let named = (l.named() != 0, l.take_handed());
                         l.reset();
                         named
                     });
-                    d.line.attempt(now, d.listener.is_some(), named);
+                    d.turn = (handed && d.waiter.is_some()).then_some(None);
+                    d.turned = 0;
+                    d.line.attempt(now, d.listener.is_some(), named || handed);
                 }
                 Output::Send {
                     round,
@@ -451,6 +500,7 @@ async fn attempts(
                     // client's next waiter must not be handed them.
                     if let Some(l) = &d.listener {
                         l.reset();
+                        l.won();
                     }
                     let (keys, opts) = (d.keys.clone(), d.m.options().clone());
                     return Ok(Lock::new(granted(inner, resources, keys, opts, grant)));
@@ -470,6 +520,7 @@ async fn attempts(
             let mut round = 0;
             for (r, node, answer, sent, counters) in std::mem::take(&mut d.ready) {
                 d.observe(r, node, &answer, MonoTime::from_micros(now) - sent);
+                d.turned(r, node, &answer);
                 round = r;
                 batch.push((node, answer, counters));
             }
@@ -518,6 +569,7 @@ async fn attempts(
         match event {
             Event::Reply((round, node, answer, sent, counters)) => {
                 d.observe(round, node, &answer, MonoTime::from_micros(now) - sent);
+                d.turned(round, node, &answer);
                 d.m.handle_batch(round, vec![(node, answer, counters)], now);
             }
             Event::Timer => {

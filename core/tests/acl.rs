@@ -43,10 +43,11 @@ const MINIMAL: &[&str] = &[
     "+zrange",
     "+zpopmin",
     "+zrem",
+    "+zscore",
 ];
 
 /// The sorted-set commands of waiters' lines (REDLOCK.md §9).
-const LINES: &[&str] = &["+zadd", "+zrange", "+zpopmin", "+zrem"];
+const LINES: &[&str] = &["+zadd", "+zrange", "+zpopmin", "+zrem", "+zscore"];
 
 /// Redis 7.2 and later: redis-rs names itself with `CLIENT SETINFO` on connect (it ignores
 /// a refusal, but the refusal fills `ACL LOG`).
@@ -142,6 +143,8 @@ async fn the_minimal_acl_rule_is_enough_for_every_operation() {
     let won = won.expect("the waiter gets the lock");
     won.release().await.unwrap();
     assert!(waiter.metrics().wakeups >= 1, "woken by the release notice");
+    // A release hands the key to a waiter of its own client (ACQUIRE-TURN reads the line).
+    handed_over(&client, "acl:turn").await;
     // Administration: ping and inspect (INFO, CONFIG GET, GET, PTTL).
     client.ping().await.expect("ping");
     client.inspect("acl:one").await.expect("inspect");
@@ -189,6 +192,40 @@ async fn a_missing_permission_names_the_node_and_the_command() {
     println!("key outside the pattern: {e}");
 }
 
+/// `client` holds `resource`, waits for it in another task, and releases it: the waiter wins
+/// at its second attempt, an ACQUIRE-TURN handed the key by the release (REDLOCK.md §9).
+async fn handed_over(client: &Client, resource: &'static str) {
+    let lock = client.acquire([resource]).await.unwrap();
+    let task = wait_for(client.clone(), resource);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    lock.release().await.unwrap();
+    let won = task.await.unwrap().0.expect("the waiter gets the lock");
+    assert_eq!(won.attempts(), 2, "the handed attempt lost");
+    won.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_handed_key_works_under_the_rule_before_acquire_turn() {
+    // The rule documented before ACQUIRE-TURN (2026-12-07) has no ZSCORE: the script reads
+    // the line with ZRANGE instead, and the handed waiter still wins at once.
+    let c = cluster(3);
+    set_user(&c, "turn", &minimal_without("+zscore"));
+    let warnings = Arc::new(Mutex::new(Vec::new()));
+    let client = connect(urls(&c, "turn", PASSWORD), warnings.clone()).await;
+    client
+        .acquire(["acl:warm"])
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    handed_over(&client, "acl:turn-old").await;
+    let refused = refused_to(&c, "turn");
+    assert!(!refused.is_empty(), "ZSCORE was not called");
+    assert!(refused.iter().all(|(_, o)| o == "+zscore"), "{refused:?}");
+    assert!(warnings.lock().unwrap().is_empty());
+}
+
 #[tokio::test]
 async fn releases_work_and_wake_waiters_under_the_rules_before_lines() {
     // The rules documented before waiters' lines (REDLOCK.md §9) have no sorted-set commands
@@ -221,7 +258,7 @@ async fn releases_work_and_wake_waiters_under_the_rules_before_lines() {
         (
             "oldest",
             &oldest,
-            &["+zadd", "+zrange", "+zpopmin", "+zrem", "+mget"][..],
+            &["+zadd", "+zrange", "+zpopmin", "+zrem", "+zscore", "+mget"][..],
         ),
         ("keys", &locks_only, &keys[..]),
     ] {
@@ -265,27 +302,34 @@ async fn releases_work_and_wake_waiters_under_the_rules_before_lines() {
         assert_eq!(report.count(NodeKind::Released), 3, "{report}");
         assert!(warnings.lock().unwrap().is_empty());
         // What the rule refused: the lines' commands (and MGET) only.
-        for i in 0..c.len() {
-            let Reply::Array(entries) = c.command(i, &[b"ACL", b"LOG"]).unwrap() else {
-                panic!()
+        for (i, object) in refused_to(&c, user) {
+            assert!(
+                refused.contains(&object.as_str()),
+                "{user}, node {i}: {object}"
+            );
+        }
+    }
+}
+
+/// What `ACL LOG` says user `user` was refused, by node: `+<command>` or `+<key>`.
+fn refused_to(c: &Cluster, user: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for i in 0..c.len() {
+        let Reply::Array(entries) = c.command(i, &[b"ACL", b"LOG"]).unwrap() else {
+            panic!()
+        };
+        for e in &entries {
+            let Reply::Array(fields) = e else { panic!() };
+            let at = |name: &[u8]| {
+                let at = fields.iter().position(|f| f.as_bytes() == Some(name));
+                String::from_utf8_lossy(fields[at.unwrap() + 1].as_bytes().unwrap()).into_owned()
             };
-            for e in &entries {
-                let Reply::Array(fields) = e else { panic!() };
-                let at = |name: &[u8]| {
-                    let at = fields.iter().position(|f| f.as_bytes() == Some(name));
-                    String::from_utf8_lossy(fields[at.unwrap() + 1].as_bytes().unwrap())
-                        .into_owned()
-                };
-                if at(b"username") == user {
-                    let object = format!("+{}", at(b"object"));
-                    assert!(
-                        refused.contains(&object.as_str()),
-                        "{user}, node {i}: {object}"
-                    );
-                }
+            if at(b"username") == user {
+                out.push((i, format!("+{}", at(b"object"))));
             }
         }
     }
+    out
 }
 
 /// The first node that answered before the call ended (a failed call returns once a quorum

@@ -88,6 +88,7 @@ async fn a_release_wakes_one_waiter_of_a_client_the_longest_waiting() {
     // waking all three would cost 3 + 2 + 1 wake-ups and hand the lock out at random.
     let c = cluster(3);
     let client = client_with(&c, true, None).await;
+    warm_up(&client).await;
     let held = client.acquire(["notify:queue"]).await.unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut tasks = Vec::new();
@@ -250,6 +251,19 @@ async fn a_release_pops_the_first_waiter_and_names_it_on_its_client_s_channel() 
     }
 }
 
+/// Takes and releases a lock once, so that the nodes know the release script: a first
+/// release goes out again as `EVAL` after `NOSCRIPT`, behind whatever this client sent in
+/// the meantime (a handed waiter's ACQUIRE-TURN would then land before it and lose).
+async fn warm_up(client: &Client) {
+    client
+        .acquire(["notify:warm-up"])
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+}
+
 /// The line of waiters of `resource`'s lock key (REDLOCK.md §9).
 fn line_of(client: &Client, resource: &str) -> Vec<u8> {
     [client.key(resource).as_slice(), b":q"].concat()
@@ -393,6 +407,81 @@ async fn a_release_names_the_first_waiter_in_line_and_only_it_tries() {
         (2, 2)
     );
     // Each named waiter was popped where it was named: no line is left.
+    assert_no_line(&c, &queue);
+}
+
+#[tokio::test]
+async fn a_release_hands_the_key_to_a_waiter_of_its_own_client() {
+    // A release wakes a waiter of its own client at once, without waiting for its notice: the
+    // waiter's ACQUIRE-TURN (which reads the line with ZSCORE) goes right behind the release
+    // on each connection, and wins where the release popped it.
+    let c = cluster(3);
+    let client = client(&c).await;
+    warm_up(&client).await;
+    let queue = line_of(&client, "notify:turn");
+    let lock = client.acquire(["notify:turn"]).await.unwrap();
+    let w = client.clone();
+    let task = tokio::spawn(async move { w.acquire_with(["notify:turn"], &slow_poll()).await });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    for i in 0..c.len() {
+        assert_eq!(line(&c, i, &queue).len(), 1, "node {i}");
+    }
+    let zscores = |c: &Cluster| (0..c.len()).map(|i| calls(c, i, &["zscore"])).sum::<i64>();
+    let before = zscores(&c);
+    let t0 = MonoTime::now();
+    lock.release().await.unwrap();
+    let won = task.await.unwrap().unwrap();
+    let took = MonoTime::now().saturating_since(t0);
+    assert!(took < Duration::from_millis(1_000), "{took:?}");
+    assert_eq!(won.attempts(), 2);
+    assert_eq!(
+        zscores(&c) - before,
+        3,
+        "the second attempt was not an ACQUIRE-TURN"
+    );
+    // Popped by the release, the winner is in no line and sends no UNMARK.
+    assert_no_line(&c, &queue);
+    let zrems = (0..c.len()).map(|i| calls(&c, i, &["zrem"])).sum::<i64>();
+    assert_eq!(zrems, 0);
+    won.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_handed_key_never_overtakes_another_client_s_waiter() {
+    // b (another client) stands first in line, w (the holder's client) behind it. The
+    // holder's release pops b and hands the key to w at once; w's ACQUIRE-TURN, which lands
+    // before b's notice-driven attempt, must refuse while w still stands in line, so that b
+    // gets the lock first. A plain ACQUIRE there would win it for w.
+    let c = cluster(3);
+    let holder = client(&c).await;
+    let b = client(&c).await;
+    warm_up(&holder).await;
+    let queue = line_of(&holder, "notify:fair");
+    let lock = holder.acquire(["notify:fair"]).await.unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut tasks = Vec::new();
+    for (name, w) in [("b", b.clone()), ("w", holder.clone())] {
+        let tx = tx.clone();
+        tasks.push(tokio::spawn(async move {
+            let l = w.acquire_with(["notify:fair"], &slow_poll()).await.unwrap();
+            tx.send(name).unwrap();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            l.release().await.unwrap();
+        }));
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    for i in 0..c.len() {
+        assert_eq!(line(&c, i, &queue).len(), 2, "node {i}");
+    }
+    let t0 = MonoTime::now();
+    lock.release().await.unwrap();
+    assert_eq!(rx.recv().await, Some("b"));
+    assert_eq!(rx.recv().await, Some("w"));
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let took = MonoTime::now().saturating_since(t0);
+    assert!(took < Duration::from_millis(1_500), "{took:?}");
     assert_no_line(&c, &queue);
 }
 

@@ -32,6 +32,8 @@ pub enum Reply {
 pub enum Script {
     /// [`scripts::ACQUIRE_MULTI`].
     AcquireMulti,
+    /// [`scripts::ACQUIRE_TURN`].
+    AcquireTurn,
     /// [`scripts::FENCED_ACQUIRE`].
     FencedAcquire,
     /// [`scripts::RAISE`].
@@ -53,6 +55,7 @@ impl Script {
     pub fn source(self) -> &'static str {
         match self {
             Script::AcquireMulti => scripts::ACQUIRE_MULTI,
+            Script::AcquireTurn => scripts::ACQUIRE_TURN,
             Script::FencedAcquire => scripts::FENCED_ACQUIRE,
             Script::Raise => scripts::RAISE,
             Script::ReleaseOne => scripts::RELEASE_ONE,
@@ -64,8 +67,9 @@ impl Script {
     }
 
     /// Every script (for drivers that load or hash them up front).
-    pub const ALL: [Script; 8] = [
+    pub const ALL: [Script; 9] = [
         Script::AcquireMulti,
+        Script::AcquireTurn,
         Script::FencedAcquire,
         Script::Raise,
         Script::ReleaseOne,
@@ -160,6 +164,19 @@ pub fn acquire(keys: &[Vec<u8>], value: &str, ttl_ms: u64) -> Command {
         keys: keys.to_vec(),
         args: vec![value.as_bytes().to_vec(), num(ttl_ms)],
     }
+}
+
+/// ACQUIRE-TURN (REDLOCK.md §9): ACQUIRE of `key` for waiter `waiter` ([`waiter_id`])
+/// woken by a release of its own client, sent right behind that release on the node's
+/// connection: it writes only where the release popped this waiter from the key's
+/// [`waiter_line`] (or it was not in line), never overtaking the waiter the release woke.
+/// `None` for a key without a line. Its reply reads as ACQUIRE's ([`read_acquire`]).
+pub fn acquire_turn(key: &[u8], waiter: &[u8], value: &str, ttl_ms: u64) -> Option<Command> {
+    Some(Command::Eval {
+        script: Script::AcquireTurn,
+        keys: vec![key.to_vec(), waiter_line(key)?],
+        args: vec![value.as_bytes().to_vec(), num(ttl_ms), waiter.to_vec()],
+    })
 }
 
 /// What an ACQUIRE reply means: `Ok` (written) or `HeldByOther`.
@@ -603,6 +620,20 @@ mod tests {
 
     fn keys(n: usize) -> Vec<Vec<u8>> {
         (0..n).map(|i| format!("k{i}").into_bytes()).collect()
+    }
+
+    #[test]
+    fn a_turn_needs_a_line_and_reads_as_an_acquire() {
+        assert_eq!(acquire_turn(b"k0", b"c.1", "v", 500), None);
+        let Some(Command::Eval { script, keys, args }) = acquire_turn(b"ql:{r}", b"c.1", "v", 500)
+        else {
+            panic!()
+        };
+        assert_eq!(script, Script::AcquireTurn);
+        assert_eq!(keys, [&b"ql:{r}"[..], b"ql:{r}:q"]);
+        assert_eq!(args, [&b"v"[..], b"500", b"c.1"]);
+        assert_eq!(read_acquire(&Reply::Int(1)), Ok(NodeKind::Ok));
+        assert_eq!(read_acquire(&Reply::Int(0)), Ok(NodeKind::HeldByOther));
     }
 
     #[test]

@@ -3,6 +3,9 @@
 
 /// ACQUIRE-MULTI: all keys of a set or none. KEYS: the lock keys; ARGV: value, ttl ms.
 pub const ACQUIRE_MULTI: &str = include_str!("lua/acquire_multi.lua");
+/// ACQUIRE-TURN: `SET NX PX` of one key unless the waiter still stands in the key's line.
+/// KEYS: the lock key, its line; ARGV: value, ttl ms, waiter id. Returns 1 written, 0 not.
+pub const ACQUIRE_TURN: &str = include_str!("lua/acquire_turn.lua");
 /// FENCED-ACQUIRE: take the set and advance its fencing counters. KEYS: the lock keys, then
 /// their counter keys; ARGV: value, ttl ms, counter ttl ms (0: none).
 pub const FENCED_ACQUIRE: &str = include_str!("lua/fenced_acquire.lua");

@@ -27,8 +27,8 @@
 //! Notifications are hints: a lost message, a dropped pub/sub connection or a channel the
 //! ACL denies costs at most one normal retry delay, never correctness.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -67,6 +67,9 @@ struct Heard {
     threshold: AtomicUsize,
     /// Whether the acquisition waits for more than one key.
     multi: bool,
+    /// A release of this client handed the key over ([`Notifier::hand_over`]): the next
+    /// attempt goes at once, as ACQUIRE-TURN.
+    handed: AtomicBool,
     wake: Notify,
 }
 
@@ -79,6 +82,7 @@ impl Heard {
             popped: AtomicU64::new(0),
             threshold: AtomicUsize::new(threshold),
             multi: keys > 1,
+            handed: AtomicBool::new(false),
             wake: Notify::new(),
         }
     }
@@ -90,9 +94,16 @@ impl Heard {
     }
 }
 
+/// How many ids of waiters that won [`Registry`] remembers, so that the late notices naming
+/// them wake nobody.
+const WINNERS: usize = 32;
+
 /// Which waiters listen on which channel; shared by the client's subscriber tasks.
 struct Registry {
     channels: Mutex<HashMap<Vec<u8>, Vec<Arc<Heard>>>>,
+    /// The ids of the last [`WINNERS`] waiters that won their lock: a notice naming one of
+    /// them is late (the release it tells was the winner's, answered by its attempt).
+    winners: Mutex<VecDeque<Vec<u8>>>,
     /// `:<client>`, the end of this client's named channels.
     suffix: Vec<u8>,
 }
@@ -115,6 +126,7 @@ impl Registry {
         suffix.extend_from_slice(client);
         Registry {
             channels: Mutex::default(),
+            winners: Mutex::default(),
             suffix,
         }
     }
@@ -139,6 +151,9 @@ impl Registry {
                     if w.ready() {
                         w.wake.notify_one();
                     }
+                    return;
+                }
+                if lock(&self.winners).iter().any(|id| id == payload) {
                     return;
                 }
                 plain
@@ -278,6 +293,27 @@ impl Notifier {
     }
 }
 
+impl Notifier {
+    /// A release by this client of `key` (one braced key, its requests queued on every node's
+    /// connection): the client's waiter for `key` whose turn it is, a waiter for that key
+    /// alone standing in its line, is woken at once for an attempt that lands right behind
+    /// the release on each node, as ACQUIRE-TURN (REDLOCK.md §9), instead of after the
+    /// notices of the release. Returns whether a waiter was handed the key.
+    pub(crate) fn hand_over(&self, key: &[u8]) -> bool {
+        let channel = command::named_channel(key, &self.client);
+        let map = lock(&self.registry.channels);
+        let Some(next) = map.get(&channel).and_then(|w| turn(w).last()) else {
+            return false;
+        };
+        if next.multi {
+            return false;
+        }
+        next.handed.store(true, Ordering::Relaxed);
+        next.wake.notify_one();
+        true
+    }
+}
+
 /// One waiting acquisition's subscription; unsubscribes (when it was the last listener of a
 /// channel) on drop.
 pub(crate) struct Listener {
@@ -304,6 +340,25 @@ impl Listener {
         self.heard.popped.load(Ordering::Relaxed)
     }
 
+    /// Whether a release of this client handed the key over since the last call
+    /// ([`Notifier::hand_over`]); clears it.
+    pub(crate) fn take_handed(&self) -> bool {
+        self.heard.handed.swap(false, Ordering::Relaxed)
+    }
+
+    /// This waiter won its lock: notices that name it from now on are late, and wake
+    /// nobody.
+    pub(crate) fn won(&self) {
+        if self.heard.id.is_empty() {
+            return;
+        }
+        let mut winners = lock(&self.notifier.registry.winners);
+        if winners.len() == WINNERS {
+            winners.pop_front();
+        }
+        winners.push_back(self.heard.id.clone());
+    }
+
     /// Completes once releases were heard from the threshold's number of nodes (a quorum, or
     /// every node whose subscription is live) since the last [`reset`](Self::reset).
     /// Only the client's longest waiter of a channel is woken this way (see the module's
@@ -322,12 +377,13 @@ impl Listener {
     /// takes).
     fn woken(&self) -> bool {
         let map = lock(&self.notifier.registry.channels);
-        self.heard.ready()
-            && (self.named() != 0
-                || self.channels.iter().any(|ch| {
-                    map.get(ch)
-                        .is_some_and(|w| turn(w).iter().any(|w| Arc::ptr_eq(w, &self.heard)))
-                }))
+        self.heard.handed.load(Ordering::Relaxed)
+            || self.heard.ready()
+                && (self.named() != 0
+                    || self.channels.iter().any(|ch| {
+                        map.get(ch)
+                            .is_some_and(|w| turn(w).iter().any(|w| Arc::ptr_eq(w, &self.heard)))
+                    }))
     }
 }
 
