@@ -297,6 +297,11 @@ impl Driver<'_> {
     /// After an attempt that answered a release naming this waiter lost, once its cleanup
     /// ended: the marks [`Line::requeue`] asks for (first in line where releases popped it).
     fn requeue(&mut self, now_us: u64) {
+        if self.turn.is_some()
+            && let Some(l) = &self.listener
+        {
+            l.stop_turns();
+        }
         let r = self.line.requeue(now_us, self.popped());
         let Some(id) = &self.waiter else {
             return;
@@ -487,7 +492,7 @@ async fn attempts(
                             d.line.join(now);
                         }
                         d.listening = Some(Box::pin(async move {
-                            let l = notifier.listen(&keys, id, q, timeout).await;
+                            let l = notifier.listen(&keys, id, !fenced, q, timeout).await;
                             let vacant = l.is_some()
                                 && vacant_on_quorum(inner, &keys, &marks, timeout).await;
                             (l, vacant)

@@ -70,11 +70,15 @@ struct Heard {
     /// A release of this client handed the key over ([`Notifier::hand_over`]): the next
     /// attempt goes at once, as ACQUIRE-TURN.
     handed: AtomicBool,
+    /// Whether the waiter takes hand-overs: one unfenced key, in line, and no handed attempt
+    /// of this call lost yet (one that lost met another waiter ahead in line, who would make
+    /// it lose again).
+    turns: AtomicBool,
     wake: Notify,
 }
 
 impl Heard {
-    fn new(id: Vec<u8>, threshold: usize, keys: usize) -> Self {
+    fn new(id: Vec<u8>, threshold: usize, keys: usize, turns: bool) -> Self {
         Heard {
             id,
             nodes: AtomicU64::new(0),
@@ -83,6 +87,7 @@ impl Heard {
             threshold: AtomicUsize::new(threshold),
             multi: keys > 1,
             handed: AtomicBool::new(false),
+            turns: AtomicBool::new(turns && keys == 1),
             wake: Notify::new(),
         }
     }
@@ -241,18 +246,26 @@ impl Notifier {
 
     /// Listens for releases of `keys` on every node and waits (up to `timeout`) until the
     /// subscriptions are live; with `id` ([`Self::waiter`]) as a waiter standing in the keys'
-    /// lines, on this client's named channels too. `None` when no node could subscribe: the
-    /// caller polls.
+    /// lines, on this client's named channels too, and with `turns` (an unfenced acquisition
+    /// of one key in line) taking the hand-overs of this client's releases
+    /// ([`Notifier::hand_over`]). `None` when no node could subscribe: the caller polls.
     pub(crate) async fn listen(
         self: &Arc<Self>,
         keys: &[Vec<u8>],
         id: Option<Vec<u8>>,
+        turns: bool,
         quorum: usize,
         timeout: Duration,
     ) -> Option<Listener> {
         let client = id.is_some().then_some(self.client.as_slice());
         let channels = command::release_channels(keys, client);
-        let heard = Arc::new(Heard::new(id.unwrap_or_default(), quorum, keys.len()));
+        let turns = turns && id.is_some();
+        let heard = Arc::new(Heard::new(
+            id.unwrap_or_default(),
+            quorum,
+            keys.len(),
+            turns,
+        ));
         {
             let mut map = lock(&self.registry.channels);
             for ch in &channels {
@@ -305,7 +318,7 @@ impl Notifier {
         let Some(next) = map.get(&channel).and_then(|w| turn(w).last()) else {
             return false;
         };
-        if next.multi {
+        if !next.turns.load(Ordering::Relaxed) {
             return false;
         }
         next.handed.store(true, Ordering::Relaxed);
@@ -344,6 +357,11 @@ impl Listener {
     /// ([`Notifier::hand_over`]); clears it.
     pub(crate) fn take_handed(&self) -> bool {
         self.heard.handed.swap(false, Ordering::Relaxed)
+    }
+
+    /// A handed attempt of this waiter lost: it takes no more hand-overs in this call.
+    pub(crate) fn stop_turns(&self) {
+        self.heard.turns.store(false, Ordering::Relaxed);
     }
 
     /// This waiter won its lock: notices that name it from now on are late, and wake
@@ -642,7 +660,7 @@ mod tests {
     /// A waiter listening on the channels of `keys` after those already there.
     fn join_keys(notifier: &Arc<Notifier>, threshold: usize, keys: &[&[u8]]) -> Listener {
         let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
-        let heard = Arc::new(Heard::new(notifier.waiter(), threshold, keys.len()));
+        let heard = Arc::new(Heard::new(notifier.waiter(), threshold, keys.len(), true));
         let channels = command::release_channels(&keys, Some(&notifier.client));
         let mut map = lock(&notifier.registry.channels);
         for ch in &channels {
@@ -674,6 +692,42 @@ mod tests {
         for &i in nodes {
             n.registry.deliver(i, b"k:released:c", id);
         }
+    }
+
+    #[tokio::test]
+    async fn a_hand_over_wakes_the_client_s_first_waiter_of_one_key_until_a_turn_lost() {
+        let n = notifier();
+        let multi = join_keys(&n, 2, &[b"k", b"j"]);
+        let (a, b) = (join(&n, 2), join(&n, 2));
+        // The waiter for several keys ahead of a takes no hand-over; a, first for k alone, does.
+        assert!(n.hand_over(b"k"));
+        assert!(woken(&a).await && a.take_handed());
+        assert!(!woken(&b).await && !b.take_handed() && !multi.take_handed());
+        // Taken once: the next attempt is an ordinary one.
+        assert!(!a.take_handed());
+        // A handed attempt that lost takes no more hand-overs, and nobody else is handed.
+        a.stop_turns();
+        assert!(!n.hand_over(b"k"));
+        assert!(!woken(&a).await && !woken(&b).await);
+        // No waiter for the key: nothing to hand.
+        assert!(!n.hand_over(b"other"));
+    }
+
+    #[tokio::test]
+    async fn a_notice_naming_a_winner_wakes_nobody() {
+        let n = notifier();
+        let (a, b) = (join(&n, 2), join(&n, 2));
+        let id = a.heard.id.clone();
+        a.won();
+        drop(a);
+        name(&n, &id, &[0, 1, 2]);
+        assert!(!woken(&b).await, "the winner's late notices woke b");
+        // A waiter that gave up hands its notices on: they were releases nobody took.
+        let c = join(&n, 2);
+        let id = b.heard.id.clone();
+        drop(b);
+        name(&n, &id, &[0, 1]);
+        assert!(woken(&c).await);
     }
 
     #[tokio::test]
