@@ -54,23 +54,47 @@ async fn p1_no_fault() {
     run(s, no_fault).await;
 }
 
+/// P1 with the workers sharing one client and waiting: each release hands the lock to the
+/// client's next waiting worker (ACQUIRE-TURN, REDLOCK.md §9).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn p1s_no_fault_hand_overs_in_one_client() {
+    let mut s = scenario("P1s no fault, workers in one client (hand-overs)", true);
+    s.clean_end = true;
+    s.shared_workers = true;
+    run(s, no_fault).await;
+}
+
+/// P4 with the workers sharing one client and waiting: hand-overs while two nodes stop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn p4s_minority_paused_hand_overs_in_one_client() {
+    let mut s = scenario(
+        "P4s minority paused (n2,n3 SIGSTOP 2.5 s), workers in one client (hand-overs)",
+        true,
+    );
+    s.shared_workers = true;
+    run(s, pause_minority).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn p4_minority_paused() {
     run(
         scenario("P4 minority paused (n2,n3 SIGSTOP 2.5 s)", true),
-        || {
-            script(|b| async move {
-                for i in [2, 3] {
-                    b.nodes().pause(i).unwrap();
-                }
-                sleep_ms(2_500).await;
-                for i in [2, 3] {
-                    b.nodes().resume(i).unwrap();
-                }
-            })
-        },
+        pause_minority,
     )
     .await;
+}
+
+/// Stops n2 and n3 (SIGSTOP) for 2.5 s.
+fn pause_minority() -> Script {
+    script(|b| async move {
+        for i in [2, 3] {
+            b.nodes().pause(i).unwrap();
+        }
+        sleep_ms(2_500).await;
+        for i in [2, 3] {
+            b.nodes().resume(i).unwrap();
+        }
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -95,6 +95,11 @@ pub trait Setup: Send + Sync + 'static {
     fn leftovers(&self) -> Vec<Leftover>;
     /// Called once the clients are connected, right before A acquires.
     fn before_acquire(&self, _scenario: &Scenario) {}
+    /// How many ACQUIRE-TURN scripts ran on the lock nodes (their `ZSCORE` calls), when
+    /// this setup can read the nodes' command counts.
+    fn turns(&self) -> Option<i64> {
+        None
+    }
 }
 
 impl Setup for Bench {
@@ -120,6 +125,17 @@ impl Setup for Bench {
 
     fn leftovers(&self) -> Vec<Leftover> {
         leftovers_on(&self.nodes())
+    }
+
+    fn turns(&self) -> Option<i64> {
+        let nodes = self.nodes();
+        let calls = |i: usize| -> Option<i64> {
+            let reply = nodes.command(i, &[b"INFO", b"commandstats"]).ok()?;
+            let text = String::from_utf8(reply.as_bytes()?.to_vec()).ok()?;
+            let line = text.lines().find(|l| l.starts_with("cmdstat_zscore:"))?;
+            line.split("calls=").nth(1)?.split(',').next()?.parse().ok()
+        };
+        Some((0..nodes.len()).filter_map(calls).sum())
     }
 
     /// An `everysec` n2 marks what it has fsynced right before A's acquire.
@@ -281,6 +297,10 @@ pub struct Scenario {
     pub n2_persist: Option<Persist>,
     /// Every lock is fenced, and counter writes pass the fencing-token check.
     pub fenced: bool,
+    /// The workers share one client and their calls wait (retries within a 2 s budget), so
+    /// that a worker's release hands the lock to the next waiting worker at once
+    /// (ACQUIRE-TURN, REDLOCK.md §9); the run must show hand-overs.
+    pub shared_workers: bool,
 }
 
 /// A scenario of the common setup with its defaults: A respectful, no restart, not fenced,
@@ -297,6 +317,7 @@ pub fn scenario(name: &'static str, must_pass: bool) -> Scenario {
         secs: 4.5,
         n2_persist: None,
         fenced: false,
+        shared_workers: false,
     }
 }
 
@@ -342,8 +363,15 @@ pub async fn contend<B: Setup>(
     };
     let a = connect(bench.a_urls(), a_cfg).await;
     let mut workers = Vec::new();
+    let shared = match scenario.shared_workers {
+        true => Some(connect(bench.worker_urls(), scenario.cfg).await),
+        false => None,
+    };
     for _ in 0..WORKERS {
-        workers.push(connect(bench.worker_urls(), scenario.cfg).await);
+        workers.push(match &shared {
+            Some(client) => client.clone(),
+            None => connect(bench.worker_urls(), scenario.cfg).await,
+        });
     }
     bench.before_acquire(scenario);
     let lock_opts = || opts().fenced(scenario.fenced);
@@ -360,8 +388,12 @@ pub async fn contend<B: Setup>(
     let resource = bench.resource_addr();
     let counter = Some(resource);
     let mut tasks = Vec::new();
+    let worker_opts = match scenario.shared_workers {
+        true => lock_opts().retry_count(1_000).wait(Duration::from_secs(2)),
+        false => lock_opts(),
+    };
     for (k, client) in workers.into_iter().enumerate() {
-        let job = worker_job(k, lock_opts(), WORKER_HOLD, until, resource);
+        let job = worker_job(k, worker_opts.clone(), WORKER_HOLD, until, resource);
         tasks.push(tokio::spawn(workload::run_worker(
             client,
             job,
@@ -407,6 +439,15 @@ pub async fn contend<B: Setup>(
         assert!(
             locks.is_empty(),
             "{}: every holder released and every failed attempt cleaned, yet lock keys are left: {locks:?}",
+            scenario.name
+        );
+    }
+    if scenario.shared_workers
+        && let Some(turns) = blocking(|| bench.turns())
+    {
+        assert!(
+            turns > 0,
+            "{}: no release handed the lock over",
             scenario.name
         );
     }
