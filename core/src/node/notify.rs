@@ -313,8 +313,12 @@ impl Notifier {
     /// the release on each node, as ACQUIRE-TURN (REDLOCK.md §9), instead of after the
     /// notices of the release. Returns whether a waiter was handed the key.
     pub(crate) fn hand_over(&self, key: &[u8]) -> bool {
-        let channel = command::named_channel(key, &self.client);
         let map = lock(&self.registry.channels);
+        // Nobody waits (an uncontended release): no channel name is built.
+        if map.is_empty() {
+            return false;
+        }
+        let channel = command::named_channel(key, &self.client);
         let Some(next) = map.get(&channel).and_then(|w| turn(w).last()) else {
             return false;
         };
