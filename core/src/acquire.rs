@@ -21,6 +21,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -244,7 +245,7 @@ impl Driver<'_> {
             }),
             Some(marks) => Box::pin(async move {
                 let asking = ask(&node, request, &keys, ttl_ms, counter_ttl_ms, prepared);
-                let ((), (answer, counters)) =
+                let (_, (answer, counters)) =
                     futures_util::future::join(node.mark(&marks), asking).await;
                 (round, index, answer, sent, counters)
             }),
@@ -337,7 +338,9 @@ impl Driver<'_> {
                 continue;
             }
             let (node, commands) = (node.clone(), commands.clone());
-            let mut fut = Box::pin(async move { node.mark(&commands).await });
+            let mut fut = Box::pin(async move {
+                node.mark(&commands).await;
+            });
             if poll_once(fut.as_mut()).is_pending() {
                 self.inner
                     .runtime
@@ -492,10 +495,16 @@ async fn attempts(
                             d.line.join(now);
                         }
                         d.listening = Some(Box::pin(async move {
-                            let l = notifier.listen(&keys, id, !fenced, q, timeout).await;
-                            let vacant = l.is_some()
-                                && vacant_on_quorum(inner, &keys, &marks, timeout).await;
-                            (l, vacant)
+                            let l = notifier.listen(&keys, id, q, timeout).await;
+                            let Some(l) = l else {
+                                return (None, false);
+                            };
+                            let (vacant, clear) =
+                                vacant_on_quorum(inner, &keys, &marks, timeout).await;
+                            if clear && !fenced {
+                                l.allow_turns();
+                            }
+                            (Some(l), vacant)
                         }));
                     }
                 }
@@ -697,23 +706,29 @@ fn granted(
     }
 }
 
-/// True when a quorum of nodes holds none of `keys`: the holder released between the failed
-/// attempt and the moment the subscription became live, so no message will come. Each node
-/// gets the waiter's `marks` first: a release after them publishes (REDLOCK.md §9).
+/// Whether a quorum of nodes holds none of `keys` (the holder released between the failed
+/// attempt and the moment the subscription became live, so no message will come), and
+/// whether the marks found only waiters of this client ahead on a quorum. Each node gets the
+/// waiter's `marks` first: a release after them publishes (REDLOCK.md §9).
 async fn vacant_on_quorum(
     inner: &Inner,
     keys: &Arc<[Vec<u8>]>,
     marks: &Arc<[Arc<Prepared>]>,
     timeout: Duration,
-) -> bool {
+) -> (bool, bool) {
+    let clear = Arc::new(AtomicUsize::new(0));
     let round = quorum::round(&inner.nodes, timeout, Decide::All, |node| {
-        let (keys, marks) = (keys.clone(), marks.clone());
+        let (keys, marks, clear) = (keys.clone(), marks.clone(), clear.clone());
         async move {
-            let ((), held) =
+            let (own, held) =
                 futures_util::future::join(node.mark(&marks), node.vacant(&keys)).await;
+            if own && !marks.is_empty() {
+                clear.fetch_add(1, Ordering::Relaxed);
+            }
             held
         }
     })
     .await;
-    vacant(&round, inner.nodes.len())
+    let clear = clear.load(Ordering::Relaxed) >= inner.quorum();
+    (vacant(&round, inner.nodes.len()), clear)
 }

@@ -314,11 +314,15 @@ async fn the_mark_script_keeps_the_line() {
         other => panic!("{other:?}"),
     };
     let (flag, queue) = (b"q:{line}:w", b"q:{line}:q");
-    for id in ["a.1", "b.1", "c.1"] {
+    // Alone or behind its own client's waiters only, a waiter hears 2; behind another
+    // client's, 1.
+    assert_eq!(mark(queue, "a.1", "0"), Reply::Int(2));
+    for id in ["b.1", "c.1"] {
         assert_eq!(mark(queue, id, "0"), Reply::Int(1));
     }
     // Marking again keeps a waiter's place; front puts it first.
     assert_eq!(mark(queue, "b.1", "0"), Reply::Int(1));
+    assert_eq!(mark(queue, "a.1", "0"), Reply::Int(2));
     assert_eq!(line(&c, 0, queue), ["a.1", "b.1", "c.1"]);
     mark(queue, "c.1", "1");
     assert_eq!(line(&c, 0, queue), ["c.1", "a.1", "b.1"]);
@@ -328,6 +332,14 @@ async fn the_mark_script_keeps_the_line() {
     c.command(0, &[b"ZPOPMIN", queue]).unwrap();
     mark(queue, "c.1", "0");
     assert_eq!(line(&c, 0, queue), ["a.1", "b.1", "c.1"]);
+    // Only the waiters ahead count: behind a.1 of its own client, a.2 hears 2, and a.3
+    // behind b.1 hears 1 (ids are `<client>.<n>`; a client id may contain dots).
+    let other: &[u8] = b"q:{line}:q2";
+    assert_eq!(mark(other, "x.y.1", "0"), Reply::Int(2));
+    assert_eq!(mark(other, "x.y.2", "0"), Reply::Int(2));
+    assert_eq!(mark(other, "x.1", "0"), Reply::Int(1));
+    assert_eq!(mark(other, "x.y.3", "0"), Reply::Int(1));
+    c.command(0, &[b"DEL", other]).unwrap();
     // Flag and line live at least the mark's ttl: renewed to twice that when less is left of
     // the flag, and a mark finding more left renews nothing (nor shortens anything).
     assert_eq!(
@@ -448,10 +460,12 @@ async fn a_release_hands_the_key_to_a_waiter_of_its_own_client() {
 
 #[tokio::test]
 async fn a_handed_key_never_overtakes_another_client_s_waiter() {
-    // b (another client) stands first in line, w (the holder's client) behind it. The
-    // holder's release pops b and hands the key to w at once; w's ACQUIRE-TURN, which lands
-    // before b's notice-driven attempt, must refuse while w still stands in line, so that b
-    // gets the lock first. A plain ACQUIRE there would win it for w.
+    // w (the holder's client) waits first, alone in line, so its marks allow hand-overs; b
+    // (another client) joins behind it and is then moved ahead of it on every node, as a
+    // woken waiter that lost stands first again. The holder's release pops b and hands the
+    // key to w at once; w's ACQUIRE-TURN, which lands before b's notice-driven attempt, must
+    // refuse while w still stands in line, so that b gets the lock first. A plain ACQUIRE
+    // there would win it for w.
     let c = cluster(3);
     let holder = client(&c).await;
     let b = client(&c).await;
@@ -460,7 +474,7 @@ async fn a_handed_key_never_overtakes_another_client_s_waiter() {
     let lock = holder.acquire(["notify:fair"]).await.unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut tasks = Vec::new();
-    for (name, w) in [("b", b.clone()), ("w", holder.clone())] {
+    for (name, w) in [("w", holder.clone()), ("b", b.clone())] {
         let tx = tx.clone();
         tasks.push(tokio::spawn(async move {
             let l = w.acquire_with(["notify:fair"], &slow_poll()).await.unwrap();
@@ -471,7 +485,10 @@ async fn a_handed_key_never_overtakes_another_client_s_waiter() {
         tokio::time::sleep(Duration::from_millis(400)).await;
     }
     for i in 0..c.len() {
-        assert_eq!(line(&c, i, &queue).len(), 2, "node {i}");
+        let ids = line(&c, i, &queue);
+        assert_eq!(ids.len(), 2, "node {i}");
+        c.command(i, &[b"ZADD", &queue, b"-1000", ids[1].as_bytes()])
+            .unwrap();
     }
     let t0 = MonoTime::now();
     lock.release().await.unwrap();
@@ -483,6 +500,46 @@ async fn a_handed_key_never_overtakes_another_client_s_waiter() {
     let took = MonoTime::now().saturating_since(t0);
     assert!(took < Duration::from_millis(1_500), "{took:?}");
     assert_no_line(&c, &queue);
+}
+
+#[tokio::test]
+async fn a_waiter_behind_another_client_s_takes_no_hand_over() {
+    // b (another client) stands first in line, w (the holder's client) behind it: w's marks
+    // say so, and the holder's release hands w nothing (its attempt would only lose). b gets
+    // the lock by its notice, then w by b's; no ACQUIRE-TURN runs.
+    let c = cluster(3);
+    let holder = client(&c).await;
+    let b = client(&c).await;
+    warm_up(&holder).await;
+    let lock = holder.acquire(["notify:behind"]).await.unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut tasks = Vec::new();
+    for (name, w) in [("b", b.clone()), ("w", holder.clone())] {
+        let tx = tx.clone();
+        tasks.push(tokio::spawn(async move {
+            let l = w
+                .acquire_with(["notify:behind"], &slow_poll())
+                .await
+                .unwrap();
+            tx.send(name).unwrap();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            l.release().await.unwrap();
+        }));
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    let zscores = |c: &Cluster| (0..c.len()).map(|i| calls(c, i, &["zscore"])).sum::<i64>();
+    let before = zscores(&c);
+    lock.release().await.unwrap();
+    assert_eq!(rx.recv().await, Some("b"));
+    assert_eq!(rx.recv().await, Some("w"));
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(
+        zscores(&c),
+        before,
+        "a hand-over went to a waiter behind another client's"
+    );
 }
 
 #[tokio::test]

@@ -489,8 +489,8 @@ pub fn waiter_id(client: &[u8], n: u64) -> Vec<u8> {
 /// lost). Flag and line live at least `ttl_ms`. Sent on a node's connection *before* the
 /// waiter's vacancy check or attempt there: a release before it leaves the key gone for the
 /// check or the attempt that follows it; one after it wakes the first in line.
-/// [`crate::line::Marks`] says when to renew it. The reply carries nothing; a refused
-/// mark only costs a notice.
+/// [`crate::line::Marks`] says when to renew it. A refused mark only costs a notice; the
+/// reply tells whether only the waiter's own client stands ahead of it ([`read_mark_clear`]).
 pub fn mark(keys: &[Vec<u8>], waiter: &[u8], ttl_ms: u64, front: bool) -> Vec<Command> {
     keys.iter()
         .filter_map(|k| Some(vec![waiter_flag(k)?, waiter_line(k)?]))
@@ -504,6 +504,14 @@ pub fn mark(keys: &[Vec<u8>], waiter: &[u8], ttl_ms: u64, front: bool) -> Vec<Co
             ],
         })
         .collect()
+}
+
+/// Whether a MARK reply says that only waiters of the marking waiter's own client stand ahead
+/// of it in the line (among the first 16): a release of that client may then hand it the key
+/// (ACQUIRE-TURN, [`acquire_turn`]); otherwise a handed attempt would meet another client's
+/// waiter first and lose.
+pub fn read_mark_clear(reply: &Reply) -> bool {
+    matches!(reply, Reply::Int(2))
 }
 
 /// UNMARK: `waiter` leaves the [`waiter_line`] of each of `keys` that has one (a call that
@@ -634,6 +642,8 @@ mod tests {
         assert_eq!(args, [&b"v"[..], b"500", b"c.1"]);
         assert_eq!(read_acquire(&Reply::Int(1)), Ok(NodeKind::Ok));
         assert_eq!(read_acquire(&Reply::Int(0)), Ok(NodeKind::HeldByOther));
+        assert!(read_mark_clear(&Reply::Int(2)));
+        assert!(!read_mark_clear(&Reply::Int(1)) && !read_mark_clear(&Reply::Int(0)));
     }
 
     #[test]

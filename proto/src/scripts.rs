@@ -31,6 +31,7 @@ pub const EXTEND: &str = include_str!("lua/extend.lua");
 /// ARGV: per lock its number of keys, its value and its ttl ms. Returns one EXTEND answer per
 /// lock.
 pub const EXTEND_BATCH: &str = include_str!("lua/extend_batch.lua");
-/// MARK: a waiter's place in the line of a lock key (REDLOCK.md §9). KEYS: the waiter flag;
-/// ARGV: waiter id, ttl ms, "1" to stand first. Returns 1 in line, 0 for a plain mark.
+/// MARK: a waiter's place in the line of a lock key (REDLOCK.md §9). KEYS: the waiter flag,
+/// the line; ARGV: waiter id, ttl ms, "1" to stand first. Returns 0 for a plain mark, 2 in
+/// line behind waiters of its own client only, else 1.
 pub const MARK: &str = include_str!("lua/mark.lua");

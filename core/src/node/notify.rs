@@ -70,9 +70,9 @@ struct Heard {
     /// A release of this client handed the key over ([`Notifier::hand_over`]): the next
     /// attempt goes at once, as ACQUIRE-TURN.
     handed: AtomicBool,
-    /// Whether the waiter takes hand-overs: one unfenced key, in line, and no handed attempt
-    /// of this call lost yet (one that lost met another waiter ahead in line, who would make
-    /// it lose again).
+    /// Whether the waiter takes hand-overs ([`Listener::allow_turns`]): one unfenced key, in
+    /// line behind waiters of its own client only, and no handed attempt of this call lost
+    /// yet (one that lost met another client's waiter ahead in line).
     turns: AtomicBool,
     wake: Notify,
 }
@@ -246,25 +246,22 @@ impl Notifier {
 
     /// Listens for releases of `keys` on every node and waits (up to `timeout`) until the
     /// subscriptions are live; with `id` ([`Self::waiter`]) as a waiter standing in the keys'
-    /// lines, on this client's named channels too, and with `turns` (an unfenced acquisition
-    /// of one key in line) taking the hand-overs of this client's releases
-    /// ([`Notifier::hand_over`]). `None` when no node could subscribe: the caller polls.
+    /// lines, on this client's named channels too. `None` when no node could subscribe: the
+    /// caller polls. It takes no hand-overs until [`Listener::allow_turns`].
     pub(crate) async fn listen(
         self: &Arc<Self>,
         keys: &[Vec<u8>],
         id: Option<Vec<u8>>,
-        turns: bool,
         quorum: usize,
         timeout: Duration,
     ) -> Option<Listener> {
         let client = id.is_some().then_some(self.client.as_slice());
         let channels = command::release_channels(keys, client);
-        let turns = turns && id.is_some();
         let heard = Arc::new(Heard::new(
             id.unwrap_or_default(),
             quorum,
             keys.len(),
-            turns,
+            false,
         ));
         {
             let mut map = lock(&self.registry.channels);
@@ -361,6 +358,15 @@ impl Listener {
     /// ([`Notifier::hand_over`]); clears it.
     pub(crate) fn take_handed(&self) -> bool {
         self.heard.handed.swap(false, Ordering::Relaxed)
+    }
+
+    /// The waiter's marks found only waiters of this client ahead of it on a quorum of nodes
+    /// ([`command::read_mark_clear`]): a release of this client may hand it the key
+    /// ([`Notifier::hand_over`]), unless it waits for several keys or has no place in line.
+    pub(crate) fn allow_turns(&self) {
+        if !self.heard.multi && !self.heard.id.is_empty() {
+            self.heard.turns.store(true, Ordering::Relaxed);
+        }
     }
 
     /// A handed attempt of this waiter lost: it takes no more hand-overs in this call.
@@ -664,7 +670,7 @@ mod tests {
     /// A waiter listening on the channels of `keys` after those already there.
     fn join_keys(notifier: &Arc<Notifier>, threshold: usize, keys: &[&[u8]]) -> Listener {
         let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
-        let heard = Arc::new(Heard::new(notifier.waiter(), threshold, keys.len(), true));
+        let heard = Arc::new(Heard::new(notifier.waiter(), threshold, keys.len(), false));
         let channels = command::release_channels(&keys, Some(&notifier.client));
         let mut map = lock(&notifier.registry.channels);
         for ch in &channels {
@@ -703,6 +709,11 @@ mod tests {
         let n = notifier();
         let multi = join_keys(&n, 2, &[b"k", b"j"]);
         let (a, b) = (join(&n, 2), join(&n, 2));
+        // Until its marks find only this client's waiters ahead, a takes no hand-over.
+        assert!(!n.hand_over(b"k"));
+        for w in [&multi, &a, &b] {
+            w.allow_turns();
+        }
         // The waiter for several keys ahead of a takes no hand-over; a, first for k alone, does.
         assert!(n.hand_over(b"k"));
         assert!(woken(&a).await && a.take_handed());

@@ -7,7 +7,9 @@
 -- that most marks of a busy key renew nothing, and the line, renewed with it or made anew,
 -- lives at least as long as the flag. An ACL that refuses the
 -- sorted-set commands leaves the flag alone, whose releases publish to every waiter.
--- Returns 1 when in line, 0 for a flag only.
+-- Returns 0 for a flag only; in line, 2 when only waiters of its own client (the same id up
+-- to the last '.') stand ahead of it among the first 16, else 1 (a release of its own client may
+-- hand it the key only in the first case: REDLOCK.md §9).
 local flag, line, id, ttl = KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2])
 local front = ARGV[3] == '1'
 local at = front and 0 or -1
@@ -30,5 +32,17 @@ if edge[1] ~= id then
 end
 if renew or not edge[1] then
   redis.call('PEXPIRE', line, math.max(left, 2 * ttl))
+end
+local function client(w)
+  return string.match(w, '^(.*)%.') or w
+end
+local own = client(id)
+for _, w in ipairs(redis.call('ZRANGE', line, 0, 15)) do
+  if w == id then
+    return 2
+  end
+  if client(w) ~= own then
+    return 1
+  end
 end
 return 1

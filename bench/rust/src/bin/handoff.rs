@@ -9,11 +9,12 @@
 //! ```text
 //! cargo run --release -p quorumlock-bench --bin handoff -- [--secs 10] [--workers 8]
 //!     [--hold-ms 1] [--outside-ms 0] [--persist always|none|everysec] [--short-delay-ms 10]
-//!     [--short-jitter-ms 10] [--only on,on-shared,off,off-short] [--json FILE]
+//!     [--short-jitter-ms 10] [--only on,on-shared,on-2,off,off-short] [--json FILE]
 //! ```
 //!
-//! Rows: release notification on (each task its own `Client`, like separate processes; and
-//! all tasks sharing one `Client`), and off (pure jittered polling) with the engine's default
+//! Rows: release notification on (each task its own `Client`, like separate processes; all
+//! tasks sharing one `Client`; and `on-2`, not run by default: two `Client`s of four tasks
+//! each, like two processes of four workers), and off (pure jittered polling) with the engine's default
 //! retry delay `100 ms + uniform(0, 200 ms)` and with a short `10 ms + uniform(0, 10 ms)`.
 //!
 //! Every task records `(worker, acquire returned, release called, release returned)` on
@@ -56,7 +57,7 @@ const WAIT: Duration = Duration::from_secs(30);
 /// Printed for `--help` and bad arguments.
 const USAGE: &str = "usage: handoff [--secs S] [--workers N] [--hold-ms MS] [--outside-ms MS] \
 [--persist always|none|everysec] [--short-delay-ms MS] [--short-jitter-ms MS] \
-[--only on,on-shared,off,off-short] [--json FILE]";
+[--only on,on-shared,on-2,off,off-short] [--json FILE]";
 
 /// Command-line settings.
 struct Args {
@@ -141,8 +142,8 @@ struct Row {
     id: &'static str,
     /// Release notification on the clients.
     notify: bool,
-    /// All tasks share one `Client` (else one each).
-    shared: bool,
+    /// How many `Client`s the tasks share, task `w` using client `w % clients`; 0: one each.
+    clients: usize,
     /// Retry delay of every acquire.
     delay: Duration,
     /// Retry jitter of every acquire.
@@ -152,10 +153,10 @@ struct Row {
 impl Row {
     /// The row's label in the table.
     fn label(&self) -> String {
-        let clients = if self.shared {
-            "1 shared client"
-        } else {
-            "own clients"
+        let clients = match self.clients {
+            0 => "own clients".to_owned(),
+            1 => "1 shared client".to_owned(),
+            n => format!("{n} shared clients"),
         };
         let (d, j) = (self.delay.as_millis(), self.jitter.as_millis());
         if self.notify {
@@ -400,7 +401,11 @@ async fn connect(urls: &[String], row: &Row, persist: Persist) -> Result<Client,
 
 /// Runs one row and returns its JSON (settings, statistics, client counters).
 async fn run_row(args: &Args, urls: &[String], row: &Row, run_id: usize) -> Result<Json, BoxError> {
-    let n_clients = if row.shared { 1 } else { args.workers };
+    let n_clients = if row.clients == 0 {
+        args.workers
+    } else {
+        row.clients
+    };
     let mut clients = Vec::with_capacity(n_clients);
     for _ in 0..n_clients {
         clients.push(connect(urls, row, args.persist).await?);
@@ -514,35 +519,54 @@ async fn bench(args: &Args, urls: &[String]) -> Result<Vec<Json>, BoxError> {
         Row {
             id: "on",
             notify: true,
-            shared: false,
+            clients: 0,
             delay: DEFAULT_RETRY_DELAY,
             jitter: DEFAULT_RETRY_JITTER,
         },
         Row {
             id: "on-shared",
             notify: true,
-            shared: true,
+            clients: 1,
+            delay: DEFAULT_RETRY_DELAY,
+            jitter: DEFAULT_RETRY_JITTER,
+        },
+        Row {
+            id: "on-2",
+            notify: true,
+            clients: 2,
+            delay: DEFAULT_RETRY_DELAY,
+            jitter: DEFAULT_RETRY_JITTER,
+        },
+        Row {
+            id: "on-4",
+            notify: true,
+            clients: 4,
             delay: DEFAULT_RETRY_DELAY,
             jitter: DEFAULT_RETRY_JITTER,
         },
         Row {
             id: "off",
             notify: false,
-            shared: false,
+            clients: 0,
             delay: DEFAULT_RETRY_DELAY,
             jitter: DEFAULT_RETRY_JITTER,
         },
         Row {
             id: "off-short",
             notify: false,
-            shared: false,
+            clients: 0,
             delay: args.short_delay,
             jitter: args.short_jitter,
         },
     ];
     let mut out = Vec::new();
     for (i, row) in rows.iter().enumerate() {
-        if !args.only.is_empty() && !args.only.iter().any(|o| o == row.id) {
+        let chosen = if args.only.is_empty() {
+            !matches!(row.id, "on-2" | "on-4")
+        } else {
+            args.only.iter().any(|o| o == row.id)
+        };
+        if !chosen {
             continue;
         }
         let s = run_row(args, urls, row, i).await?;
