@@ -175,6 +175,8 @@ struct Driver<'a> {
     turn: Option<Option<u64>>,
     /// The nodes where an ACQUIRE-TURN of this waiter wrote: their lines no longer hold it.
     turned: u64,
+    /// UNMARKs that wait for the reply of an ACQUIRE-TURN still in flight ([`Self::unmark`]).
+    later: Option<Later>,
     listening: Option<Listening<'a>>,
     listener: Option<Listener>,
 }
@@ -318,15 +320,34 @@ impl Driver<'_> {
     }
 
     /// When the call ends, won or not: this waiter leaves the lines [`Line::leave`] names
-    /// (the common hand-off, named by every node: none).
+    /// (the common hand-off, named by every node: none). Where an ACQUIRE-TURN is still in
+    /// flight, the UNMARK waits for its reply ([`Self::drain`]): one that wrote took the
+    /// waiter out of line there.
     fn unmark(&mut self) {
         let Some(id) = self.waiter.take() else {
             return;
         };
         let nodes = self.line.leave(self.popped());
-        if nodes != 0 {
-            self.fire(nodes, &prepare(command::unmark(&self.keys, &id)));
+        if nodes == 0 {
+            return;
         }
+        let unmark = prepare(command::unmark(&self.keys, &id));
+        let later = match self.turn {
+            Some(Some(round)) => {
+                let flying = self.inflight.iter().fold(0, |set, (i, _)| set | bit(*i));
+                (nodes & flying != 0).then(|| Later {
+                    round,
+                    nodes: nodes & flying,
+                    unmark: unmark.clone(),
+                })
+            }
+            _ => None,
+        };
+        let now = nodes & !later.as_ref().map_or(0, |l| l.nodes);
+        if now != 0 {
+            self.fire(now, &unmark);
+        }
+        self.later = later;
     }
 
     /// Sends `commands` to `nodes` now, ignoring their replies: each request is queued on its
@@ -388,11 +409,14 @@ impl Driver<'_> {
         }
         let mut pending = std::mem::take(&mut self.inflight);
         let (inner, timed_out) = (self.inner.clone(), std::mem::take(&mut self.timed_out));
-        self.inner
-            .runtime
-            .spawn(tokio::time::timeout(DRAIN_BOUND, async move {
+        let mut later = self.later.take();
+        self.inner.runtime.spawn(async move {
+            let replies = async {
                 while !pending.is_empty() {
                     let (_, (round, i, answer, sent, _)) = quorum::next_reply(&mut pending).await;
+                    if let Some(l) = &mut later {
+                        l.answered(&inner, round, i, &answer);
+                    }
                     if let Some(node) = inner.nodes.get(i)
                         && !timed_out.contains(&(round, i))
                     {
@@ -400,7 +424,48 @@ impl Driver<'_> {
                         node.stats.observe(kind, Some(MonoTime::now() - sent));
                     }
                 }
-            }));
+            };
+            let _ = tokio::time::timeout(DRAIN_BOUND, replies).await;
+            if let Some(l) = later {
+                l.send(&inner, l.nodes);
+            }
+        });
+    }
+}
+
+/// The UNMARKs of a call that ended with its ACQUIRE-TURN of `round` still in flight on
+/// `nodes`: each goes out once that node's reply says the script did not write (the waiter is
+/// still in line there), and whatever is left when the drain ends goes out then.
+struct Later {
+    round: u64,
+    nodes: u64,
+    unmark: Arc<[Arc<Prepared>]>,
+}
+
+impl Later {
+    /// Node `i` answered a request of `round`.
+    fn answered(&mut self, inner: &Inner, round: u64, i: usize, answer: &Answer) {
+        if round != self.round || self.nodes & bit(i) == 0 {
+            return;
+        }
+        self.nodes &= !bit(i);
+        if !matches!(answer, Ok(NodeKind::Ok)) {
+            self.send(inner, bit(i));
+        }
+    }
+
+    /// Sends the UNMARKs to `nodes` in an engine-owned task.
+    fn send(&self, inner: &Inner, nodes: u64) {
+        for (i, node) in inner.nodes.iter().enumerate() {
+            if nodes & bit(i) != 0 {
+                let (node, unmark) = (node.clone(), self.unmark.clone());
+                inner
+                    .runtime
+                    .spawn(tokio::time::timeout(DRAIN_BOUND, async move {
+                        node.mark(&unmark).await;
+                    }));
+            }
+        }
     }
 }
 
@@ -445,6 +510,7 @@ async fn attempts(
         line,
         turn: None,
         turned: 0,
+        later: None,
         listening: None,
         listener: None,
     };

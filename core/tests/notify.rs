@@ -459,6 +459,43 @@ async fn a_release_hands_the_key_to_a_waiter_of_its_own_client() {
 }
 
 #[tokio::test]
+async fn a_handed_winner_leaves_the_lines_its_attempt_did_not_reach_in_time() {
+    // w wins its handed attempt on n0 and n1 while n2 sleeps (DEBUG SLEEP). On n2 another
+    // id stood ahead of w, so there the release pops that one and w's ACQUIRE-TURN, which
+    // lands after it, refuses: w is still in line on n2. Its call ended before that reply
+    // came; the UNMARK it then owes n2 goes out once the reply says the script did not write.
+    let c = cluster(3);
+    let client = client(&c).await;
+    warm_up(&client).await;
+    let queue = line_of(&client, "notify:late");
+    let lock = client.acquire(["notify:late"]).await.unwrap();
+    let w = client.clone();
+    let task = tokio::spawn(async move { w.acquire_with(["notify:late"], &slow_poll()).await });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let id = line(&c, 0, &queue).pop().expect("w stands in line");
+    c.command(2, &[b"ZADD", &queue, b"-1000", b"gone.1"])
+        .unwrap();
+    let port = c.addr(2);
+    let sleeping = tokio::task::spawn_blocking(move || {
+        quorumlock_harness::command(port, &[b"DEBUG", b"SLEEP", b"0.5"])
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    lock.release().await.unwrap();
+    let won = task.await.unwrap().unwrap();
+    sleeping.await.unwrap().unwrap();
+    let mut left = Vec::new();
+    for _ in 0..100 {
+        left = line(&c, 2, &queue);
+        if !left.contains(&id) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(!left.contains(&id), "w is still in line on n2: {left:?}");
+    won.release().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_handed_key_never_overtakes_another_client_s_waiter() {
     // w (the holder's client) waits first, alone in line, so its marks allow hand-overs; b
     // (another client) joins behind it and is then moved ahead of it on every node, as a
