@@ -264,6 +264,57 @@ async fn warm_up(client: &Client) {
         .unwrap();
 }
 
+/// Starts `waiters` in order, 400 ms apart (long enough for each one's first attempt, its
+/// subscription and its place in line): each acquires `resource`, sends its name, holds the
+/// lock for `hold` and releases it.
+async fn queue_up(
+    resource: &'static str,
+    waiters: [(&'static str, Client); 2],
+    hold: Duration,
+) -> (
+    tokio::sync::mpsc::UnboundedReceiver<&'static str>,
+    Vec<tokio::task::JoinHandle<()>>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut tasks = Vec::new();
+    for (name, w) in waiters {
+        let tx = tx.clone();
+        tasks.push(tokio::spawn(async move {
+            let l = w.acquire_with([resource], &slow_poll()).await.unwrap();
+            tx.send(name).unwrap();
+            tokio::time::sleep(hold).await;
+            l.release().await.unwrap();
+        }));
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    (rx, tasks)
+}
+
+/// One client takes `resource` and then waits for it in a task (400 ms: long enough for
+/// the wait's first attempt, its subscription and its place in line); returns the key's line,
+/// the held lock and the waiting task.
+async fn wait_in_own_client(
+    c: &Cluster,
+    resource: &'static str,
+) -> (
+    Vec<u8>,
+    quorumlock::Lock,
+    tokio::task::JoinHandle<quorumlock::Result<quorumlock::Lock>>,
+) {
+    let client = client(c).await;
+    warm_up(&client).await;
+    let lock = client.acquire([resource]).await.unwrap();
+    let w = client.clone();
+    let task = tokio::spawn(async move { w.acquire_with([resource], &slow_poll()).await });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    (line_of(&client, resource), lock, task)
+}
+
+/// How many times ACQUIRE-TURN ran on the nodes of `c` (its `ZSCORE` calls).
+fn zscores(c: &Cluster) -> i64 {
+    (0..c.len()).map(|i| calls(c, i, &["zscore"])).sum()
+}
+
 /// The line of waiters of `resource`'s lock key (REDLOCK.md §9).
 fn line_of(client: &Client, resource: &str) -> Vec<u8> {
     [client.key(resource).as_slice(), b":q"].concat()
@@ -379,22 +430,12 @@ async fn a_release_names_the_first_waiter_in_line_and_only_it_tries() {
     let (a, b) = (client(&c).await, client(&c).await);
     let queue = line_of(&holder, "notify:named");
     let lock = holder.acquire(["notify:named"]).await.unwrap();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut tasks = Vec::new();
-    for (name, w) in [("a", a.clone()), ("b", b.clone())] {
-        let tx = tx.clone();
-        tasks.push(tokio::spawn(async move {
-            let l = w
-                .acquire_with(["notify:named"], &slow_poll())
-                .await
-                .unwrap();
-            tx.send(name).unwrap();
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            l.release().await.unwrap();
-        }));
-        // Long enough for its first attempt, its subscription and its place in line.
-        tokio::time::sleep(Duration::from_millis(400)).await;
-    }
+    let (mut rx, tasks) = queue_up(
+        "notify:named",
+        [("a", a.clone()), ("b", b.clone())],
+        Duration::from_millis(200),
+    )
+    .await;
     for i in 0..c.len() {
         assert_eq!(line(&c, i, &queue).len(), 2, "node {i}");
     }
@@ -428,17 +469,10 @@ async fn a_release_hands_the_key_to_a_waiter_of_its_own_client() {
     // waiter's ACQUIRE-TURN (which reads the line with ZSCORE) goes right behind the release
     // on each connection, and wins where the release popped it.
     let c = cluster(3);
-    let client = client(&c).await;
-    warm_up(&client).await;
-    let queue = line_of(&client, "notify:turn");
-    let lock = client.acquire(["notify:turn"]).await.unwrap();
-    let w = client.clone();
-    let task = tokio::spawn(async move { w.acquire_with(["notify:turn"], &slow_poll()).await });
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    let (queue, lock, task) = wait_in_own_client(&c, "notify:turn").await;
     for i in 0..c.len() {
         assert_eq!(line(&c, i, &queue).len(), 1, "node {i}");
     }
-    let zscores = |c: &Cluster| (0..c.len()).map(|i| calls(c, i, &["zscore"])).sum::<i64>();
     let before = zscores(&c);
     let t0 = MonoTime::now();
     lock.release().await.unwrap();
@@ -465,13 +499,7 @@ async fn a_handed_winner_leaves_the_lines_its_attempt_did_not_reach_in_time() {
     // lands after it, refuses: w is still in line on n2. Its call ended before that reply
     // came; the UNMARK it then owes n2 goes out once the reply says the script did not write.
     let c = cluster(3);
-    let client = client(&c).await;
-    warm_up(&client).await;
-    let queue = line_of(&client, "notify:late");
-    let lock = client.acquire(["notify:late"]).await.unwrap();
-    let w = client.clone();
-    let task = tokio::spawn(async move { w.acquire_with(["notify:late"], &slow_poll()).await });
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    let (queue, lock, task) = wait_in_own_client(&c, "notify:late").await;
     let id = line(&c, 0, &queue).pop().expect("w stands in line");
     c.command(2, &[b"ZADD", &queue, b"-1000", b"gone.1"])
         .unwrap();
@@ -509,18 +537,12 @@ async fn a_handed_key_never_overtakes_another_client_s_waiter() {
     warm_up(&holder).await;
     let queue = line_of(&holder, "notify:fair");
     let lock = holder.acquire(["notify:fair"]).await.unwrap();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut tasks = Vec::new();
-    for (name, w) in [("w", holder.clone()), ("b", b.clone())] {
-        let tx = tx.clone();
-        tasks.push(tokio::spawn(async move {
-            let l = w.acquire_with(["notify:fair"], &slow_poll()).await.unwrap();
-            tx.send(name).unwrap();
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            l.release().await.unwrap();
-        }));
-        tokio::time::sleep(Duration::from_millis(400)).await;
-    }
+    let (mut rx, tasks) = queue_up(
+        "notify:fair",
+        [("w", holder.clone()), ("b", b.clone())],
+        Duration::from_millis(100),
+    )
+    .await;
     for i in 0..c.len() {
         let ids = line(&c, i, &queue);
         assert_eq!(ids.len(), 2, "node {i}");
@@ -549,22 +571,12 @@ async fn a_waiter_behind_another_client_s_takes_no_hand_over() {
     let b = client(&c).await;
     warm_up(&holder).await;
     let lock = holder.acquire(["notify:behind"]).await.unwrap();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut tasks = Vec::new();
-    for (name, w) in [("b", b.clone()), ("w", holder.clone())] {
-        let tx = tx.clone();
-        tasks.push(tokio::spawn(async move {
-            let l = w
-                .acquire_with(["notify:behind"], &slow_poll())
-                .await
-                .unwrap();
-            tx.send(name).unwrap();
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            l.release().await.unwrap();
-        }));
-        tokio::time::sleep(Duration::from_millis(400)).await;
-    }
-    let zscores = |c: &Cluster| (0..c.len()).map(|i| calls(c, i, &["zscore"])).sum::<i64>();
+    let (mut rx, tasks) = queue_up(
+        "notify:behind",
+        [("b", b.clone()), ("w", holder.clone())],
+        Duration::from_millis(100),
+    )
+    .await;
     let before = zscores(&c);
     lock.release().await.unwrap();
     assert_eq!(rx.recv().await, Some("b"));
