@@ -49,6 +49,7 @@ use quorumlock_proto::round::Answer;
 
 /// Sends RELEASE for `keys`/`value` to every node and waits (each node bounded by
 /// `timeout`) for the per-node report.
+///
 /// Once the requests are queued, a waiter of this client for the one key may be handed it
 /// ([`Notifier::hand_over`]; not on cluster members, whose requests keep no order).
 pub(crate) async fn release_keys(
@@ -538,9 +539,9 @@ async fn attempts(
                     // too, or another one ahead of it: like a named attempt, it renews no
                     // marks (a mark would put it back in line before its ACQUIRE-TURN).
                     let (named, handed) = d.listener.as_ref().map_or((false, false), |l| {
-                        let named = (l.named() != 0, l.take_handed());
+                        let heard = (l.named() != 0, l.take_handed());
                         l.reset();
-                        named
+                        heard
                     });
                     d.turn = (handed && d.waiter.is_some()).then_some(None);
                     d.turned = 0;
