@@ -78,7 +78,7 @@ struct Heard {
 }
 
 impl Heard {
-    fn new(id: Vec<u8>, threshold: usize, keys: usize, turns: bool) -> Self {
+    fn new(id: Vec<u8>, threshold: usize, keys: usize) -> Self {
         Heard {
             id,
             nodes: AtomicU64::new(0),
@@ -87,7 +87,7 @@ impl Heard {
             threshold: AtomicUsize::new(threshold),
             multi: keys > 1,
             handed: AtomicBool::new(false),
-            turns: AtomicBool::new(turns && keys == 1),
+            turns: AtomicBool::new(false),
             wake: Notify::new(),
         }
     }
@@ -257,12 +257,7 @@ impl Notifier {
     ) -> Option<Listener> {
         let client = id.is_some().then_some(self.client.as_slice());
         let channels = command::release_channels(keys, client);
-        let heard = Arc::new(Heard::new(
-            id.unwrap_or_default(),
-            quorum,
-            keys.len(),
-            false,
-        ));
+        let heard = Arc::new(Heard::new(id.unwrap_or_default(), quorum, keys.len()));
         {
             let mut map = lock(&self.registry.channels);
             for ch in &channels {
@@ -670,7 +665,7 @@ mod tests {
     /// A waiter listening on the channels of `keys` after those already there.
     fn join_keys(notifier: &Arc<Notifier>, threshold: usize, keys: &[&[u8]]) -> Listener {
         let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
-        let heard = Arc::new(Heard::new(notifier.waiter(), threshold, keys.len(), false));
+        let heard = Arc::new(Heard::new(notifier.waiter(), threshold, keys.len()));
         let channels = command::release_channels(&keys, Some(&notifier.client));
         let mut map = lock(&notifier.registry.channels);
         for ch in &channels {
