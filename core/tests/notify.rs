@@ -421,6 +421,48 @@ async fn the_mark_script_keeps_the_line() {
 }
 
 #[tokio::test]
+async fn the_turn_script_writes_only_a_free_key_for_a_waiter_out_of_line() {
+    let c = cluster(1);
+    let (key, queue) = (b"q:{turn}", b"q:{turn}:q");
+    let turn = |value: &str| {
+        c.command(
+            0,
+            &[
+                b"EVAL",
+                quorumlock_proto::scripts::ACQUIRE_TURN.as_bytes(),
+                b"2",
+                key,
+                queue,
+                value.as_bytes(),
+                b"5000",
+                b"a.1",
+            ],
+        )
+        .unwrap()
+    };
+    let get = || c.command(0, &[b"GET", key]).unwrap();
+    let pttl = || match c.command(0, &[b"PTTL", key]).unwrap() {
+        Reply::Int(ms) => ms,
+        other => panic!("{other:?}"),
+    };
+    // Still in line (the release popped another waiter there): nothing written.
+    c.command(0, &[b"ZADD", queue, b"0", b"a.1"]).unwrap();
+    assert_eq!(turn("v1"), Reply::Int(0));
+    assert_eq!(get(), Reply::Nil);
+    // Out of line and the key free: written with the ttl.
+    c.command(0, &[b"DEL", queue]).unwrap();
+    assert_eq!(turn("v1"), Reply::Int(1));
+    assert_eq!(get(), Reply::Bulk(b"v1".to_vec()));
+    assert!((4_000..=5_000).contains(&pttl()));
+    // A key that another value holds is never overwritten, nor its ttl changed.
+    c.command(0, &[b"SET", key, b"other", b"PX", b"60000"])
+        .unwrap();
+    assert_eq!(turn("v2"), Reply::Int(0));
+    assert_eq!(get(), Reply::Bulk(b"other".to_vec()));
+    assert!(pttl() > 50_000);
+}
+
+#[tokio::test]
 async fn a_release_names_the_first_waiter_in_line_and_only_it_tries() {
     // Two waiters of two clients queue behind a holder (a first). The holder's release wakes
     // a alone: b makes no attempt until a's release names it in turn. With a notice that
