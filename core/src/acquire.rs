@@ -21,7 +21,6 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -42,32 +41,21 @@ use crate::report::{NodeKind, Report};
 use crate::timer::Timer;
 use crate::value::OsRandomAhead;
 use quorumlock_proto::acquire::vacant;
-use quorumlock_proto::acquisition::{Acquisition, Output, Request};
+use quorumlock_proto::acquisition::{Acquisition, Granted, Output, Request};
 use quorumlock_proto::command;
 use quorumlock_proto::line::{Line, bit};
 use quorumlock_proto::round::Answer;
+use quorumlock_proto::value::Random;
 
 /// Sends RELEASE for `keys`/`value` to every node and waits (each node bounded by
 /// `timeout`) for the per-node report.
-///
-/// Once the requests are queued, a waiter of this client for the one key may be handed it
-/// ([`Notifier::hand_over`]; not on cluster members, whose requests keep no order).
 pub(crate) async fn release_keys(
     inner: &Inner,
     keys: &Arc<[Vec<u8>]>,
     value: &Arc<str>,
     timeout: Duration,
 ) -> Report {
-    let hand_over = || {
-        if let (Some(notifier), [key]) = (&inner.notifier, &keys[..])
-            && inner.notify == command::Notify::Waiters
-            && !inner.nodes.iter().any(|n| n.is_cluster())
-            && notifier.hand_over(key)
-        {
-            tracing::trace!("key handed to a waiter of this client");
-        }
-    };
-    release_on(inner, &inner.nodes, keys, value, timeout, hand_over).await
+    release_on(inner, &inner.nodes, keys, value, timeout).await
 }
 
 async fn release_on(
@@ -76,18 +64,16 @@ async fn release_on(
     keys: &Arc<[Vec<u8>]>,
     value: &Arc<str>,
     timeout: Duration,
-    queued: impl FnOnce(),
 ) -> Report {
     let notify = inner.notify;
     let prepared = Prepared::new(command::release(keys, value, notify));
-    let send = |node: Arc<Node>| {
+    quorum::round(nodes, timeout, Decide::All, |node| {
         let (keys, value) = (keys.clone(), value.clone());
         let prepared = prepared.clone();
         async move { node.release(&keys, &value, notify, Some(&prepared)).await }
-    };
-    quorum::round_then(nodes, timeout, Decide::All, send, queued)
-        .await
-        .into_report()
+    })
+    .await
+    .into_report()
 }
 
 pub(crate) fn spawn_release(
@@ -171,15 +157,23 @@ struct Driver<'a> {
     marks: Arc<[Arc<Prepared>]>,
     /// Which nodes get marks and unmarks, and when.
     line: Line,
-    /// The current attempt was handed the key by a release of this client
-    /// ([`Notifier::hand_over`]): its ACQUIRE goes as ACQUIRE-TURN, in this round once sent.
-    turn: Option<Option<u64>>,
-    /// The nodes where an ACQUIRE-TURN of this waiter wrote: their lines no longer hold it.
-    turned: u64,
-    /// UNMARKs that wait for the reply of an ACQUIRE-TURN still in flight ([`Self::unmark`]).
-    later: Option<Later>,
+    /// This waiter's registration for grants, from its first marks on (REDLOCK.md §9): a
+    /// release that pops it sets the key to the registered value.
+    reg: Option<Registration>,
+    /// The call won with the registered value (by grants, or an attempt with a value the
+    /// caller gave): the keys granted to it are the lock's.
+    won_reg: bool,
     listening: Option<Listening<'a>>,
     listener: Option<Listener>,
+}
+
+/// A waiter's registration for grants ([`command::mark_registered`]).
+struct Registration {
+    /// The value a release sets the key to.
+    value: Arc<str>,
+    /// When the registering marks were sent, at the latest: each node's grant counts the ttl
+    /// from no earlier.
+    sent_us: u64,
 }
 
 impl Drop for Driver<'_> {
@@ -225,7 +219,7 @@ impl Driver<'_> {
             Request::Acquire { value } => Some(match &self.prepared {
                 Some((r, p)) if *r == round => p.clone(),
                 _ => {
-                    let p = Prepared::new(self.acquire_command(round, value));
+                    let p = Prepared::new(command::acquire(&keys, value, ttl_ms));
                     self.prepared = Some((round, p.clone()));
                     p
                 }
@@ -248,7 +242,7 @@ impl Driver<'_> {
             }),
             Some(marks) => Box::pin(async move {
                 let asking = ask(&node, request, &keys, ttl_ms, counter_ttl_ms, prepared);
-                let (_, (answer, counters)) =
+                let ((), (answer, counters)) =
                     futures_util::future::join(node.mark(&marks), asking).await;
                 (round, index, answer, sent, counters)
             }),
@@ -259,53 +253,129 @@ impl Driver<'_> {
         }
     }
 
-    /// The ACQUIRE of `round`: ACQUIRE-TURN when a release of this client handed this
-    /// waiter the key ([`command::acquire_turn`]).
-    fn acquire_command(&mut self, round: u64, value: &str) -> command::Command {
-        if let (Some(turn), Some(id), [key]) = (&mut self.turn, &self.waiter, &self.keys[..])
-            && let Some(c) = command::acquire_turn(key, id, value, self.ttl_ms)
-        {
-            *turn = Some(round);
-            return c;
-        }
-        command::acquire(&self.all_keys, value, self.ttl_ms)
-    }
-
-    /// A reply to `round` from `node`: an ACQUIRE-TURN that wrote took this waiter out of
-    /// the key's line there.
-    fn turned(&mut self, round: u64, node: usize, answer: &Answer) {
-        if self.turn == Some(Some(round)) && matches!(answer, Ok(NodeKind::Ok)) {
-            self.turned |= bit(node);
-        }
-    }
-
-    /// The nodes whose lines no longer hold this waiter: popped by releases, or left by an
-    /// ACQUIRE-TURN that wrote.
+    /// The nodes whose releases popped this waiter from the lines.
     fn popped(&self) -> u64 {
-        self.listener.as_ref().map_or(0, Listener::popped) | self.turned
+        self.listener.as_ref().map_or(0, Listener::popped)
     }
 
     /// At the first wait: this call's waiter id and marks ([`command::mark`]), when the
     /// client's releases wake waiters in line ([`command::Notify::Waiters`]).
-    fn join_lines(&mut self, notifier: &Notifier) {
+    ///
+    /// Returns the first marks: for one unfenced key off Redis Cluster, they register the
+    /// waiter for grants with a fresh value (or the value the caller gave), sent from `now_us`
+    /// on; the later marks register nothing.
+    fn join_lines(
+        &mut self,
+        notifier: &Notifier,
+        now_us: u64,
+        random: &mut OsRandomAhead,
+    ) -> Arc<[Arc<Prepared>]> {
         if self.inner.notify != command::Notify::Waiters {
-            return;
+            return Arc::from([]);
         }
         let id = notifier.waiter();
         self.marks = prepare(command::mark(&self.keys, &id, self.line.ttl_ms(), false));
-        if !self.marks.is_empty() {
-            self.waiter = Some(id);
+        if self.marks.is_empty() {
+            return Arc::from([]);
         }
+        self.waiter = Some(id);
+        let grants = self.keys.len() == 1
+            && !self.m.options().get_fenced()
+            && !self.inner.nodes.iter().any(|n| n.is_cluster());
+        grants
+            .then(|| self.register(now_us, false, random))
+            .flatten()
+            .unwrap_or_else(|| self.marks.clone())
+    }
+
+    /// A registering mark of this waiter's one key with a new value (the caller's, if it gave
+    /// one), sent from `now_us` on, first in line with `front`: the registration it starts.
+    fn register(
+        &mut self,
+        now_us: u64,
+        front: bool,
+        random: &mut OsRandomAhead,
+    ) -> Option<Arc<[Arc<Prepared>]>> {
+        let (Some(id), [key]) = (&self.waiter, &self.keys[..]) else {
+            return None;
+        };
+        let value: Arc<str> = match self.m.options().get_value() {
+            Some(given) => given.into(),
+            None => {
+                let mut bytes = [0u8; quorumlock_proto::value::VALUE_BYTES];
+                random.fill(&mut bytes).ok()?;
+                quorumlock_proto::value::from_random(&bytes).into()
+            }
+        };
+        let ttl = self.line.ttl_ms();
+        let c = command::mark_registered(key, id, ttl, self.ttl_ms, &value, front)?;
+        self.reg = Some(Registration {
+            value,
+            sent_us: now_us,
+        });
+        Some(prepare(vec![c]))
+    }
+
+    /// Gives the keys granted so far back ([`Self::give_back`]) and registers anew, first in
+    /// line on every node, with a new value: grants short of a quorum before an ordinary
+    /// attempt, or a quorum with too little validity left.
+    fn register_again(&mut self, now_us: u64, random: &mut OsRandomAhead) {
+        if !self.give_back() {
+            return;
+        }
+        if let Some(l) = &self.listener {
+            l.clear_grants();
+        }
+        if let Some(marks) = self.register(now_us, true, random) {
+            let all = self.all_nodes();
+            self.fire(all, &marks);
+            self.line.remark(all);
+        }
+    }
+
+    fn all_nodes(&self) -> u64 {
+        (0..self.inner.nodes.len()).fold(0, |set, i| set | bit(i))
+    }
+
+    /// Grants heard while no attempt is in flight: a quorum with enough validity left wins
+    /// the call ([`Acquisition::handle_granted`]); too little left, the keys go back.
+    fn grants(&mut self, now_us: u64, random: &mut OsRandomAhead) {
+        let (Some(reg), Some(l)) = (&self.reg, &self.listener) else {
+            return;
+        };
+        let granted = l.granted();
+        if granted == 0 {
+            return;
+        }
+        let nodes: Vec<usize> = (0..self.inner.nodes.len())
+            .filter(|i| granted & bit(*i) != 0)
+            .collect();
+        match self
+            .m
+            .handle_granted(reg.value.clone(), &nodes, reg.sent_us, now_us)
+        {
+            Granted::Won => self.won_reg = true,
+            Granted::TooLate => self.register_again(now_us, random),
+            Granted::NotNow => {}
+        }
+    }
+
+    /// Ends the registration: this waiter leaves every line and hands on every key granted to
+    /// it so far or later (LEAVE with the value, on every node: a grant may still be on its
+    /// way). Returns whether there was a registration.
+    fn give_back(&mut self) -> bool {
+        let (Some(reg), Some(id), [key]) = (self.reg.take(), &self.waiter, &self.keys[..]) else {
+            return false;
+        };
+        if let Some(c) = command::leave(key, id, Some(&reg.value)) {
+            self.fire(self.all_nodes(), &prepare(vec![c]));
+        }
+        true
     }
 
     /// After an attempt that answered a release naming this waiter lost, once its cleanup
     /// ended: the marks [`Line::requeue`] asks for (first in line where releases popped it).
     fn requeue(&mut self, now_us: u64) {
-        if self.turn.is_some()
-            && let Some(l) = &self.listener
-        {
-            l.stop_turns();
-        }
         let r = self.line.requeue(now_us, self.popped());
         let Some(id) = &self.waiter else {
             return;
@@ -321,34 +391,34 @@ impl Driver<'_> {
     }
 
     /// When the call ends, won or not: this waiter leaves the lines [`Line::leave`] names
-    /// (the common hand-off, named by every node: none). Where an ACQUIRE-TURN is still in
-    /// flight, the UNMARK waits for its reply ([`Self::drain`]): one that wrote took the
-    /// waiter out of line there.
+    /// (the common hand-off, named by every node: none). A waiter registered for grants
+    /// sends LEAVE instead: on every node, handing on the keys granted to it, unless it won
+    /// with them.
     fn unmark(&mut self) {
+        if self.reg.is_some() && !self.won_reg {
+            // LEAVE on every node: out of every line too.
+            self.give_back();
+            self.line.leave(0);
+            self.waiter = None;
+            return;
+        }
         let Some(id) = self.waiter.take() else {
             return;
         };
         let nodes = self.line.leave(self.popped());
-        if nodes == 0 {
+        if let (Some(_), [key]) = (self.reg.take(), &self.keys[..]) {
+            // Won with the registered value: out of the lines, registration dropped, and a
+            // key granted meanwhile is the lock's own.
+            if nodes != 0
+                && let Some(c) = command::leave(key, &id, None)
+            {
+                self.fire(nodes, &prepare(vec![c]));
+            }
             return;
         }
-        let unmark = prepare(command::unmark(&self.keys, &id));
-        let later = match self.turn {
-            Some(Some(round)) => {
-                let flying = self.inflight.iter().fold(0, |set, (i, _)| set | bit(*i));
-                (nodes & flying != 0).then(|| Later {
-                    round,
-                    nodes: nodes & flying,
-                    unmark: unmark.clone(),
-                })
-            }
-            _ => None,
-        };
-        let now = nodes & !later.as_ref().map_or(0, |l| l.nodes);
-        if now != 0 {
-            self.fire(now, &unmark);
+        if nodes != 0 {
+            self.fire(nodes, &prepare(command::unmark(&self.keys, &id)));
         }
-        self.later = later;
     }
 
     /// Sends `commands` to `nodes` now, ignoring their replies: each request is queued on its
@@ -360,9 +430,7 @@ impl Driver<'_> {
                 continue;
             }
             let (node, commands) = (node.clone(), commands.clone());
-            let mut fut = Box::pin(async move {
-                node.mark(&commands).await;
-            });
+            let mut fut = Box::pin(async move { node.mark(&commands).await });
             if poll_once(fut.as_mut()).is_pending() {
                 self.inner
                     .runtime
@@ -394,7 +462,7 @@ impl Driver<'_> {
             .collect();
         let (inner, keys, timeout) = (self.inner.clone(), self.keys.clone(), self.m.node_timeout());
         self.cleanup = Some(self.inner.runtime.spawn(async move {
-            let report = release_on(&inner, &dirty, &keys, &value, timeout, || {}).await;
+            let report = release_on(&inner, &dirty, &keys, &value, timeout).await;
             tracing::trace!(%report, "cleanup done");
         }));
     }
@@ -410,14 +478,11 @@ impl Driver<'_> {
         }
         let mut pending = std::mem::take(&mut self.inflight);
         let (inner, timed_out) = (self.inner.clone(), std::mem::take(&mut self.timed_out));
-        let mut later = self.later.take();
-        self.inner.runtime.spawn(async move {
-            let replies = async {
+        self.inner
+            .runtime
+            .spawn(tokio::time::timeout(DRAIN_BOUND, async move {
                 while !pending.is_empty() {
                     let (_, (round, i, answer, sent, _)) = quorum::next_reply(&mut pending).await;
-                    if let Some(l) = &mut later {
-                        l.answered(&inner, round, i, &answer);
-                    }
                     if let Some(node) = inner.nodes.get(i)
                         && !timed_out.contains(&(round, i))
                     {
@@ -425,48 +490,7 @@ impl Driver<'_> {
                         node.stats.observe(kind, Some(MonoTime::now() - sent));
                     }
                 }
-            };
-            let _ = tokio::time::timeout(DRAIN_BOUND, replies).await;
-            if let Some(l) = later {
-                l.send(&inner, l.nodes);
-            }
-        });
-    }
-}
-
-/// The UNMARKs of a call that ended with its ACQUIRE-TURN of `round` still in flight on
-/// `nodes`: each goes out once that node's reply says the script did not write (the waiter is
-/// still in line there), and whatever is left when the drain ends goes out then.
-struct Later {
-    round: u64,
-    nodes: u64,
-    unmark: Arc<[Arc<Prepared>]>,
-}
-
-impl Later {
-    /// Node `i` answered a request of `round`.
-    fn answered(&mut self, inner: &Inner, round: u64, i: usize, answer: &Answer) {
-        if round != self.round || self.nodes & bit(i) == 0 {
-            return;
-        }
-        self.nodes &= !bit(i);
-        if !matches!(answer, Ok(NodeKind::Ok)) {
-            self.send(inner, bit(i));
-        }
-    }
-
-    /// Sends the UNMARKs to `nodes` in an engine-owned task.
-    fn send(&self, inner: &Inner, nodes: u64) {
-        for (i, node) in inner.nodes.iter().enumerate() {
-            if nodes & bit(i) != 0 {
-                let (node, unmark) = (node.clone(), self.unmark.clone());
-                inner
-                    .runtime
-                    .spawn(tokio::time::timeout(DRAIN_BOUND, async move {
-                        node.mark(&unmark).await;
-                    }));
-            }
-        }
+            }));
     }
 }
 
@@ -509,9 +533,8 @@ async fn attempts(
         waiter: None,
         marks: Arc::from([]),
         line,
-        turn: None,
-        turned: 0,
-        later: None,
+        reg: None,
+        won_reg: false,
         listening: None,
         listener: None,
     };
@@ -527,6 +550,7 @@ async fn attempts(
     let mut timer = Timer::new(coarse);
     let mut armed = None;
     loop {
+        d.grants(now, &mut random);
         while let Some(out) = d.m.poll_output(now, &mut random) {
             match out {
                 Output::Attempt { number } => {
@@ -535,17 +559,18 @@ async fn attempts(
                     // Notices from before this attempt are answered by it. Notices that
                     // arrive while it runs are kept: a release that lands just after this
                     // attempt's request reached a node must still wake the wait that follows.
-                    // A release of this client that handed the key over popped this waiter
-                    // too, or another one ahead of it: like a named attempt, it renews no
-                    // marks (a mark would put it back in line before its ACQUIRE-TURN).
-                    let (named, handed) = d.listener.as_ref().map_or((false, false), |l| {
-                        let heard = (l.named() != 0, l.take_handed());
+                    let named = d.listener.as_ref().is_some_and(|l| {
+                        let named = l.named() != 0;
                         l.reset();
-                        heard
+                        named
                     });
-                    d.turn = (handed && d.waiter.is_some()).then_some(None);
-                    d.turned = 0;
-                    d.line.attempt(now, d.listener.is_some(), named || handed);
+                    // Grants short of a quorum (a split among waiters, or a failed attempt's
+                    // cleanup on a minority) go back before an ordinary attempt; the waiter
+                    // registers again, first in line.
+                    if d.listener.as_ref().is_some_and(|l| l.granted() != 0) {
+                        d.register_again(now, &mut random);
+                    }
+                    d.line.attempt(now, d.listener.is_some(), named);
                 }
                 Output::Send {
                     round,
@@ -555,28 +580,23 @@ async fn attempts(
                 Output::Clean { nodes, value } => d.clean(nodes, value),
                 Output::Listen => {
                     if let Some(notifier) = &inner.notifier {
-                        d.join_lines(notifier);
-                        let (keys, q, marks) = (d.keys.clone(), inner.quorum(), d.marks.clone());
+                        let marks = d.join_lines(notifier, now, &mut random);
+                        let (keys, q) = (d.keys.clone(), inner.quorum());
                         let id = d.waiter.clone();
                         if id.is_some() {
                             d.line.join(now);
                         }
                         d.listening = Some(Box::pin(async move {
                             let l = notifier.listen(&keys, id, q, timeout).await;
-                            let Some(l) = l else {
-                                return (None, false);
-                            };
-                            let (vacant, clear) =
-                                vacant_on_quorum(inner, &keys, &marks, timeout).await;
-                            if clear && !fenced {
-                                l.allow_turns();
-                            }
-                            (Some(l), vacant)
+                            let vacant = l.is_some()
+                                && vacant_on_quorum(inner, &keys, &marks, timeout).await;
+                            (l, vacant)
                         }));
                     }
                 }
                 Output::Done(Ok(grant)) => {
                     tracing::debug!(attempt = grant.attempts, "acquired");
+                    d.won_reg = d.reg.as_ref().is_some_and(|r| r.value == grant.value);
                     // Notices heard during the winning attempt were answered by it: the
                     // client's next waiter must not be handed them.
                     if let Some(l) = &d.listener {
@@ -601,7 +621,6 @@ async fn attempts(
             let mut round = 0;
             for (r, node, answer, sent, counters) in std::mem::take(&mut d.ready) {
                 d.observe(r, node, &answer, MonoTime::from_micros(now) - sent);
-                d.turned(r, node, &answer);
                 round = r;
                 batch.push((node, answer, counters));
             }
@@ -650,7 +669,6 @@ async fn attempts(
         match event {
             Event::Reply((round, node, answer, sent, counters)) => {
                 d.observe(round, node, &answer, MonoTime::from_micros(now) - sent);
-                d.turned(round, node, &answer);
                 d.m.handle_batch(round, vec![(node, answer, counters)], now);
             }
             Event::Timer => {
@@ -773,29 +791,23 @@ fn granted(
     }
 }
 
-/// Whether a quorum of nodes holds none of `keys` (the holder released between the failed
-/// attempt and the moment the subscription became live, so no message will come), and
-/// whether the marks found only waiters of this client ahead on a quorum. Each node gets the
-/// waiter's `marks` first: a release after them publishes (REDLOCK.md §9).
+/// True when a quorum of nodes holds none of `keys`: the holder released between the failed
+/// attempt and the moment the subscription became live, so no message will come. Each node
+/// gets the waiter's `marks` first: a release after them publishes (REDLOCK.md §9).
 async fn vacant_on_quorum(
     inner: &Inner,
     keys: &Arc<[Vec<u8>]>,
     marks: &Arc<[Arc<Prepared>]>,
     timeout: Duration,
-) -> (bool, bool) {
-    let clear = Arc::new(AtomicUsize::new(0));
+) -> bool {
     let round = quorum::round(&inner.nodes, timeout, Decide::All, |node| {
-        let (keys, marks, clear) = (keys.clone(), marks.clone(), clear.clone());
+        let (keys, marks) = (keys.clone(), marks.clone());
         async move {
-            let (own, held) =
+            let ((), held) =
                 futures_util::future::join(node.mark(&marks), node.vacant(&keys)).await;
-            if own && !marks.is_empty() {
-                clear.fetch_add(1, Ordering::Relaxed);
-            }
             held
         }
     })
     .await;
-    let clear = clear.load(Ordering::Relaxed) >= inner.quorum();
-    (vacant(&round, inner.nodes.len()), clear)
+    vacant(&round, inner.nodes.len())
 }

@@ -32,23 +32,6 @@ where
     F: Fn(Arc<Node>) -> Fut,
     Fut: Future<Output = Result<NodeKind, NodeFailure>> + Send + 'static,
 {
-    round_then(nodes, deadline, decide, op, || {}).await
-}
-
-/// [`round`], calling `queued` once every node's request was polled once (queued on its
-/// connection, unless that node's request is already done or waits for something else):
-/// what the caller sends next on a node's connection then lands behind it.
-pub(crate) async fn round_then<F, Fut>(
-    nodes: &[Arc<Node>],
-    deadline: Duration,
-    decide: Decide,
-    op: F,
-    queued: impl FnOnce(),
-) -> Round
-where
-    F: Fn(Arc<Node>) -> Fut,
-    Fut: Future<Output = Result<NodeKind, NodeFailure>> + Send + 'static,
-{
     let n = nodes.len();
     let mut results: Vec<NodeResult> = nodes
         .iter()
@@ -67,7 +50,6 @@ where
         .map(|(i, node)| (i, Box::pin(op(node.clone()))))
         .collect();
     let first = poll_all(&mut pending).await;
-    queued();
     let (mut ok, mut answered) = (0usize, 0usize);
     let mut record = |i: usize, outcome: Result<NodeKind, NodeFailure>| {
         answered += 1;

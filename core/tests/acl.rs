@@ -43,11 +43,16 @@ const MINIMAL: &[&str] = &[
     "+zrange",
     "+zpopmin",
     "+zrem",
-    "+zscore",
+    "+hset",
+    "+hget",
+    "+hdel",
 ];
 
 /// The sorted-set commands of waiters' lines (REDLOCK.md §9).
-const LINES: &[&str] = &["+zadd", "+zrange", "+zpopmin", "+zrem", "+zscore"];
+const LINES: &[&str] = &["+zadd", "+zrange", "+zpopmin", "+zrem"];
+
+/// The hash commands of waiters' registrations for grants (REDLOCK.md §9).
+const GRANTS: &[&str] = &["+hset", "+hget", "+hdel"];
 
 /// Redis 7.2 and later: redis-rs names itself with `CLIENT SETINFO` on connect (it ignores
 /// a refusal, but the refusal fills `ACL LOG`).
@@ -143,8 +148,8 @@ async fn the_minimal_acl_rule_is_enough_for_every_operation() {
     let won = won.expect("the waiter gets the lock");
     won.release().await.unwrap();
     assert!(waiter.metrics().wakeups >= 1, "woken by the release notice");
-    // A release hands the key to a waiter of its own client (ACQUIRE-TURN reads the line).
-    handed_over(&client, "acl:turn").await;
+    // A release grants the key to a waiter registered in line (MARK, RELEASE, LEAVE).
+    assert_eq!(take_after_release(&client, "acl:grant").await, 1);
     // Administration: ping and inspect (INFO, CONFIG GET, GET, PTTL).
     client.ping().await.expect("ping");
     client.inspect("acl:one").await.expect("inspect");
@@ -192,37 +197,41 @@ async fn a_missing_permission_names_the_node_and_the_command() {
     println!("key outside the pattern: {e}");
 }
 
-/// `client` holds `resource`, waits for it in another task, and releases it: the waiter wins
-/// at its second attempt, an ACQUIRE-TURN handed the key by the release (REDLOCK.md §9).
-async fn handed_over(client: &Client, resource: &'static str) {
+/// `client` holds `resource`, waits for it in another task, and releases it; returns the
+/// attempts of the waiter's call (1: the release granted it the key, REDLOCK.md §9).
+async fn take_after_release(client: &Client, resource: &'static str) -> u32 {
     let lock = client.acquire([resource]).await.unwrap();
     let task = wait_for(client.clone(), resource);
     tokio::time::sleep(Duration::from_millis(300)).await;
     lock.release().await.unwrap();
     let won = task.await.unwrap().0.expect("the waiter gets the lock");
-    assert_eq!(won.attempts(), 2, "the handed attempt lost");
+    let attempts = won.attempts();
     won.release().await.unwrap();
+    attempts
 }
 
 #[tokio::test]
-async fn a_handed_key_works_under_the_rule_before_acquire_turn() {
-    // The rule documented before ACQUIRE-TURN (2026-12-07) has no ZSCORE: the script reads
-    // the line with ZRANGE instead, and the handed waiter still wins at once.
+async fn waiters_win_by_an_attempt_under_the_rule_before_grants() {
+    // The rule documented before grants (2026-12-07) has no hash commands: a waiter's
+    // registration, the release's look-up and the LEAVE's drop are refused under pcall, and
+    // the waiter wins with its second attempt, woken by the release's notice.
     let c = cluster(3);
-    set_user(&c, "turn", &minimal_without("+zscore"));
+    let old: Vec<&str> = MINIMAL
+        .iter()
+        .copied()
+        .filter(|r| !GRANTS.contains(r))
+        .chain(["+zscore"])
+        .collect();
+    set_user(&c, "old", &old);
     let warnings = Arc::new(Mutex::new(Vec::new()));
-    let client = connect(urls(&c, "turn", PASSWORD), warnings.clone()).await;
-    client
-        .acquire(["acl:warm"])
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
-    handed_over(&client, "acl:turn-old").await;
-    let refused = refused_to(&c, "turn");
-    assert!(!refused.is_empty(), "ZSCORE was not called");
-    assert!(refused.iter().all(|(_, o)| o == "+zscore"), "{refused:?}");
+    let client = connect(urls(&c, "old", PASSWORD), warnings.clone()).await;
+    assert_eq!(take_after_release(&client, "acl:no-grants").await, 2);
+    let refused = refused_to(&c, "old");
+    assert!(!refused.is_empty(), "no registration was tried");
+    assert!(
+        refused.iter().all(|(_, o)| GRANTS.contains(&o.as_str())),
+        "{refused:?}"
+    );
     assert!(warnings.lock().unwrap().is_empty());
 }
 
@@ -239,7 +248,7 @@ async fn releases_work_and_wake_waiters_under_the_rules_before_lines() {
     let flags: Vec<&str> = MINIMAL
         .iter()
         .copied()
-        .filter(|r| !LINES.contains(r))
+        .filter(|r| !LINES.contains(r) && !GRANTS.contains(r))
         .collect();
     let oldest: Vec<&str> = flags.iter().copied().filter(|r| *r != "+mget").collect();
     let locks_only: Vec<&str> = MINIMAL
@@ -252,14 +261,16 @@ async fn releases_work_and_wake_waiters_under_the_rules_before_lines() {
             }
         })
         .collect();
-    let keys = ["+quorumlock:{acl:keys}:w", "+quorumlock:{acl:keys}:q"];
+    let keys = [
+        "+quorumlock:{acl:keys}:w",
+        "+quorumlock:{acl:keys}:q",
+        "+quorumlock:{acl:keys}:g",
+    ];
+    let lines_and_grants: Vec<&str> = LINES.iter().chain(GRANTS).copied().collect();
+    let all: Vec<&str> = lines_and_grants.iter().copied().chain(["+mget"]).collect();
     for (user, rule, refused) in [
-        ("flags", &flags, LINES),
-        (
-            "oldest",
-            &oldest,
-            &["+zadd", "+zrange", "+zpopmin", "+zrem", "+zscore", "+mget"][..],
-        ),
+        ("flags", &flags, &lines_and_grants[..]),
+        ("oldest", &oldest, &all[..]),
         ("keys", &locks_only, &keys[..]),
     ] {
         set_user(&c, user, rule);

@@ -88,7 +88,6 @@ async fn a_release_wakes_one_waiter_of_a_client_the_longest_waiting() {
     // waking all three would cost 3 + 2 + 1 wake-ups and hand the lock out at random.
     let c = cluster(3);
     let client = client_with(&c, true, None).await;
-    warm_up(&client).await;
     let held = client.acquire(["notify:queue"]).await.unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut tasks = Vec::new();
@@ -251,19 +250,6 @@ async fn a_release_pops_the_first_waiter_and_names_it_on_its_client_s_channel() 
     }
 }
 
-/// Takes and releases a lock once, so that the nodes know the release script: a first
-/// release goes out again as `EVAL` after `NOSCRIPT`, behind whatever this client sent in
-/// the meantime (a handed waiter's ACQUIRE-TURN would then land before it and lose).
-async fn warm_up(client: &Client) {
-    client
-        .acquire(["notify:warm-up"])
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
-}
-
 /// Starts `waiters` in order, 400 ms apart (long enough for each one's first attempt, its
 /// subscription and its place in line): each acquires `resource`, sends its name, holds the
 /// lock for `hold` and releases it.
@@ -288,31 +274,6 @@ async fn queue_up(
         tokio::time::sleep(Duration::from_millis(400)).await;
     }
     (rx, tasks)
-}
-
-/// One client takes `resource` and then waits for it in a task (400 ms: long enough for
-/// the wait's first attempt, its subscription and its place in line); returns the key's line,
-/// the held lock and the waiting task.
-async fn wait_in_own_client(
-    c: &Cluster,
-    resource: &'static str,
-) -> (
-    Vec<u8>,
-    quorumlock::Lock,
-    tokio::task::JoinHandle<quorumlock::Result<quorumlock::Lock>>,
-) {
-    let client = client(c).await;
-    warm_up(&client).await;
-    let lock = client.acquire([resource]).await.unwrap();
-    let w = client.clone();
-    let task = tokio::spawn(async move { w.acquire_with([resource], &slow_poll()).await });
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    (line_of(&client, resource), lock, task)
-}
-
-/// How many times ACQUIRE-TURN ran on the nodes of `c` (its `ZSCORE` calls).
-fn zscores(c: &Cluster) -> i64 {
-    (0..c.len()).map(|i| calls(c, i, &["zscore"])).sum()
 }
 
 /// The line of waiters of `resource`'s lock key (REDLOCK.md §9).
@@ -365,15 +326,12 @@ async fn the_mark_script_keeps_the_line() {
         other => panic!("{other:?}"),
     };
     let (flag, queue) = (b"q:{line}:w", b"q:{line}:q");
-    // Alone or behind its own client's waiters only, a waiter hears 2; behind another
-    // client's, 1.
-    assert_eq!(mark(queue, "a.1", "0"), Reply::Int(2));
-    for id in ["b.1", "c.1"] {
+    for id in ["a.1", "b.1", "c.1"] {
         assert_eq!(mark(queue, id, "0"), Reply::Int(1));
     }
     // Marking again keeps a waiter's place; front puts it first.
     assert_eq!(mark(queue, "b.1", "0"), Reply::Int(1));
-    assert_eq!(mark(queue, "a.1", "0"), Reply::Int(2));
+    assert_eq!(mark(queue, "a.1", "0"), Reply::Int(1));
     assert_eq!(line(&c, 0, queue), ["a.1", "b.1", "c.1"]);
     mark(queue, "c.1", "1");
     assert_eq!(line(&c, 0, queue), ["c.1", "a.1", "b.1"]);
@@ -383,14 +341,6 @@ async fn the_mark_script_keeps_the_line() {
     c.command(0, &[b"ZPOPMIN", queue]).unwrap();
     mark(queue, "c.1", "0");
     assert_eq!(line(&c, 0, queue), ["a.1", "b.1", "c.1"]);
-    // Only the waiters ahead count: behind a.1 of its own client, a.2 hears 2, and a.3
-    // behind b.1 hears 1 (ids are `<client>.<n>`; a client id may contain dots).
-    let other: &[u8] = b"q:{line}:q2";
-    assert_eq!(mark(other, "x.y.1", "0"), Reply::Int(2));
-    assert_eq!(mark(other, "x.y.2", "0"), Reply::Int(2));
-    assert_eq!(mark(other, "x.1", "0"), Reply::Int(1));
-    assert_eq!(mark(other, "x.y.3", "0"), Reply::Int(1));
-    c.command(0, &[b"DEL", other]).unwrap();
     // Flag and line live at least the mark's ttl: renewed to twice that when less is left of
     // the flag, and a mark finding more left renews nothing (nor shortens anything).
     assert_eq!(
@@ -421,52 +371,11 @@ async fn the_mark_script_keeps_the_line() {
 }
 
 #[tokio::test]
-async fn the_turn_script_writes_only_a_free_key_for_a_waiter_out_of_line() {
-    let c = cluster(1);
-    let (key, queue) = (b"q:{turn}", b"q:{turn}:q");
-    let turn = |value: &str| {
-        c.command(
-            0,
-            &[
-                b"EVAL",
-                quorumlock_proto::scripts::ACQUIRE_TURN.as_bytes(),
-                b"2",
-                key,
-                queue,
-                value.as_bytes(),
-                b"5000",
-                b"a.1",
-            ],
-        )
-        .unwrap()
-    };
-    let get = || c.command(0, &[b"GET", key]).unwrap();
-    let pttl = || match c.command(0, &[b"PTTL", key]).unwrap() {
-        Reply::Int(ms) => ms,
-        other => panic!("{other:?}"),
-    };
-    // Still in line (the release popped another waiter there): nothing written.
-    c.command(0, &[b"ZADD", queue, b"0", b"a.1"]).unwrap();
-    assert_eq!(turn("v1"), Reply::Int(0));
-    assert_eq!(get(), Reply::Nil);
-    // Out of line and the key free: written with the ttl.
-    c.command(0, &[b"DEL", queue]).unwrap();
-    assert_eq!(turn("v1"), Reply::Int(1));
-    assert_eq!(get(), Reply::Bulk(b"v1".to_vec()));
-    assert!((4_000..=5_000).contains(&pttl()));
-    // A key that another value holds is never overwritten, nor its ttl changed.
-    c.command(0, &[b"SET", key, b"other", b"PX", b"60000"])
-        .unwrap();
-    assert_eq!(turn("v2"), Reply::Int(0));
-    assert_eq!(get(), Reply::Bulk(b"other".to_vec()));
-    assert!(pttl() > 50_000);
-}
-
-#[tokio::test]
 async fn a_release_names_the_first_waiter_in_line_and_only_it_tries() {
-    // Two waiters of two clients queue behind a holder (a first). The holder's release wakes
-    // a alone: b makes no attempt until a's release names it in turn. With a notice that
-    // every client hears, b would try (and lose) on the holder's release too.
+    // Two waiters of two clients queue behind a holder (a first). The holder's release grants
+    // the key to a alone: b makes no attempt until a's release grants it the key in turn.
+    // With a notice that every client hears, b would try (and lose) on the holder's release
+    // too; without grants, each would make a second attempt.
     let c = cluster(3);
     let holder = client(&c).await;
     let (a, b) = (client(&c).await, client(&c).await);
@@ -499,137 +408,250 @@ async fn a_release_names_the_first_waiter_in_line_and_only_it_tries() {
     assert_eq!((a.metrics().wakeups, b.metrics().wakeups), (1, 1));
     assert_eq!(
         (a.metrics().acquire_attempts, b.metrics().acquire_attempts),
-        (2, 2)
+        (1, 1),
+        "a waiter granted the key makes no second attempt"
     );
-    // Each named waiter was popped where it was named: no line is left.
+    // Each named waiter was popped where it was named: no line and no registration is left.
     assert_no_line(&c, &queue);
+    assert_no_registrations(&c, &holder, "notify:named");
 }
 
-#[tokio::test]
-async fn a_release_hands_the_key_to_a_waiter_of_its_own_client() {
-    // A release wakes a waiter of its own client at once, without waiting for its notice: the
-    // waiter's ACQUIRE-TURN (which reads the line with ZSCORE) goes right behind the release
-    // on each connection, and wins where the release popped it.
-    let c = cluster(3);
-    let (queue, lock, task) = wait_in_own_client(&c, "notify:turn").await;
+/// Asserts that no node holds registrations for grants of `resource`'s key.
+fn assert_no_registrations(c: &Cluster, client: &Client, resource: &str) {
+    let regs = [client.key(resource).as_slice(), b":g"].concat();
     for i in 0..c.len() {
-        assert_eq!(line(&c, i, &queue).len(), 1, "node {i}");
+        assert_eq!(
+            c.command(i, &[b"HGETALL", &regs]).unwrap(),
+            Reply::Array(vec![]),
+            "node {i}"
+        );
     }
-    let before = zscores(&c);
-    let t0 = MonoTime::now();
-    lock.release().await.unwrap();
-    let won = task.await.unwrap().unwrap();
-    let took = MonoTime::now().saturating_since(t0);
-    assert!(took < Duration::from_millis(1_000), "{took:?}");
-    assert_eq!(won.attempts(), 2);
-    assert_eq!(
-        zscores(&c) - before,
-        3,
-        "the second attempt was not an ACQUIRE-TURN"
-    );
-    // Popped by the release, the winner is in no line and sends no UNMARK.
-    assert_no_line(&c, &queue);
-    let zrems = (0..c.len()).map(|i| calls(&c, i, &["zrem"])).sum::<i64>();
-    assert_eq!(zrems, 0);
-    won.release().await.unwrap();
 }
 
 #[tokio::test]
-async fn a_handed_winner_leaves_the_lines_its_attempt_did_not_reach_in_time() {
-    // w wins its handed attempt on n0 and n1 while n2 sleeps (DEBUG SLEEP). On n2 another
-    // id stood ahead of w, so there the release pops that one and w's ACQUIRE-TURN, which
-    // lands after it, refuses: w is still in line on n2. Its call ended before that reply
-    // came; the UNMARK it then owes n2 goes out once the reply says the script did not write.
+async fn a_release_grants_the_key_to_the_first_waiter_s_registered_value() {
+    // The waiter's first marks register a value; the holder's release sets the key to it on
+    // every node and names the waiter as granted: the waiter holds the lock without a second
+    // attempt, valid from when it registered, and it is the same lock on every node.
     let c = cluster(3);
-    let (queue, lock, task) = wait_in_own_client(&c, "notify:late").await;
-    let id = line(&c, 0, &queue).pop().expect("w stands in line");
-    c.command(2, &[b"ZADD", &queue, b"-1000", b"gone.1"])
-        .unwrap();
-    let port = c.addr(2);
-    let sleeping = tokio::task::spawn_blocking(move || {
-        quorumlock_harness::command(port, &[b"DEBUG", b"SLEEP", b"0.5"])
+    let (holder, waiter) = (client(&c).await, client(&c).await);
+    let lock = holder.acquire(["notify:grant"]).await.unwrap();
+    let w = waiter.clone();
+    let task = tokio::spawn(async move {
+        let started = MonoTime::now();
+        let l = w
+            .acquire_with(["notify:grant"], &slow_poll())
+            .await
+            .unwrap();
+        (started, l)
     });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let regs = [holder.key("notify:grant").as_slice(), b":g"].concat();
+    for i in 0..c.len() {
+        let Reply::Array(fields) = c.command(i, &[b"HGETALL", &regs]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(fields.len(), 2, "node {i}: one registration");
+    }
+    let released_at = MonoTime::now();
+    lock.release().await.unwrap();
+    let (started, won) = task.await.unwrap();
+    assert!(MonoTime::now().saturating_since(released_at) < Duration::from_millis(1_000));
+    assert_eq!(won.attempts(), 1);
+    assert_eq!(waiter.metrics().acquire_attempts, 1);
+    let key = holder.key("notify:grant");
+    for i in 0..c.len() {
+        assert_eq!(
+            c.command(i, &[b"GET", &key]).unwrap(),
+            Reply::Bulk(won.value().as_bytes().to_vec()),
+            "node {i}"
+        );
+    }
+    // Valid from the registration (after the first attempt), not from the release: at most
+    // the ttl (10 s) less the drift from the call's start, and well over 9 s.
+    let until = won.valid_until().saturating_since(started);
+    assert!(
+        until > Duration::from_millis(9_000) && until < Duration::from_millis(9_900),
+        "{until:?}"
+    );
+    assert_no_line(&c, &line_of(&holder, "notify:grant"));
+    assert_no_registrations(&c, &holder, "notify:grant");
+    let report = won.release().await.unwrap();
+    assert!(report.was_held_by_quorum(), "{report}");
+}
+
+#[tokio::test]
+async fn a_release_grants_the_key_to_a_waiter_of_its_own_client() {
+    let c = cluster(3);
+    let client = client(&c).await;
+    let lock = client.acquire(["notify:own"]).await.unwrap();
+    let w = client.clone();
+    let task = tokio::spawn(async move { w.acquire_with(["notify:own"], &slow_poll()).await });
+    tokio::time::sleep(Duration::from_millis(400)).await;
     lock.release().await.unwrap();
     let won = task.await.unwrap().unwrap();
-    sleeping.await.unwrap().unwrap();
-    let mut left = Vec::new();
-    for _ in 0..100 {
-        left = line(&c, 2, &queue);
-        if !left.contains(&id) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(!left.contains(&id), "w is still in line on n2: {left:?}");
+    assert_eq!(won.attempts(), 1);
+    assert_no_line(&c, &line_of(&client, "notify:own"));
+    assert_no_registrations(&c, &client, "notify:own");
     won.release().await.unwrap();
 }
 
 #[tokio::test]
-async fn a_handed_key_never_overtakes_another_client_s_waiter() {
-    // w (the holder's client) waits first, alone in line, so its marks allow hand-overs; b
-    // (another client) joins behind it and is then moved ahead of it on every node, as a
-    // woken waiter that lost stands first again. The holder's release pops b and hands the
-    // key to w at once; w's ACQUIRE-TURN, which lands before b's notice-driven attempt, must
-    // refuse while w still stands in line, so that b gets the lock first. A plain ACQUIRE
-    // there would win it for w.
+async fn grants_short_of_a_quorum_go_back_before_an_ordinary_attempt() {
+    // On n1 and n2 a dead waiter with a registration stands ahead of w: the holder's release
+    // grants it those two keys (for 1.5 s), and w only n0's. One grant is no quorum: at its
+    // retry w gives the key on n0 back (LEAVE) and attempts; it wins once the dead waiter's
+    // keys expired, and its lock holds its own value on n0 too.
     let c = cluster(3);
-    let holder = client(&c).await;
-    let b = client(&c).await;
-    warm_up(&holder).await;
-    let queue = line_of(&holder, "notify:fair");
-    let lock = holder.acquire(["notify:fair"]).await.unwrap();
-    let (mut rx, tasks) = queue_up(
-        "notify:fair",
-        [("w", holder.clone()), ("b", b.clone())],
-        Duration::from_millis(100),
-    )
-    .await;
-    for i in 0..c.len() {
-        let ids = line(&c, i, &queue);
-        assert_eq!(ids.len(), 2, "node {i}");
-        c.command(i, &[b"ZADD", &queue, b"-1000", ids[1].as_bytes()])
+    let (holder, waiter) = (client(&c).await, client(&c).await);
+    let key = holder.key("notify:split");
+    let (queue, regs) = (
+        line_of(&holder, "notify:split"),
+        [key.as_slice(), b":g"].concat(),
+    );
+    let lock = holder.acquire(["notify:split"]).await.unwrap();
+    let w = waiter.clone();
+    let task = tokio::spawn(async move {
+        let o = slow_poll().retry_delay(Duration::from_millis(800));
+        w.acquire_with(["notify:split"], &o).await.unwrap()
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let Reply::Array(t) = c.command(1, &[b"TIME"]).unwrap() else {
+        panic!()
+    };
+    let secs = |r: &Reply| match r {
+        Reply::Bulk(b) => String::from_utf8_lossy(b).parse::<u64>().unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let now_ms = secs(&t[0]) * 1_000 + secs(&t[1]) / 1_000;
+    let reg = format!("{now_ms}:1500:dead-value");
+    for i in [1, 2] {
+        c.command(i, &[b"ZADD", &queue, b"-1000", b"gone.1"])
+            .unwrap();
+        c.command(i, &[b"HSET", &regs, b"gone.1", reg.as_bytes()])
             .unwrap();
     }
-    let t0 = MonoTime::now();
     lock.release().await.unwrap();
-    assert_eq!(rx.recv().await, Some("b"));
-    assert_eq!(rx.recv().await, Some("w"));
-    for t in tasks {
-        t.await.unwrap();
+    for i in [1, 2] {
+        assert_eq!(
+            c.command(i, &[b"GET", &key]).unwrap(),
+            Reply::Bulk(b"dead-value".to_vec()),
+            "node {i}"
+        );
     }
-    let took = MonoTime::now().saturating_since(t0);
-    assert!(took < Duration::from_millis(1_500), "{took:?}");
+    let won = task.await.unwrap();
+    assert!(won.attempts() >= 2, "{}", won.attempts());
+    for i in 0..c.len() {
+        assert_eq!(
+            c.command(i, &[b"GET", &key]).unwrap(),
+            Reply::Bulk(won.value().as_bytes().to_vec()),
+            "node {i}"
+        );
+    }
+    won.release().await.unwrap();
     assert_no_line(&c, &queue);
+    assert_no_registrations(&c, &holder, "notify:split");
 }
 
 #[tokio::test]
-async fn a_waiter_behind_another_client_s_takes_no_hand_over() {
-    // b (another client) stands first in line, w (the holder's client) behind it: w's marks
-    // say so, and the holder's release hands w nothing (its attempt would only lose). b gets
-    // the lock by its notice, then w by b's; no ACQUIRE-TURN runs.
+async fn a_waiter_that_gives_up_leaves_no_line_registration_or_key() {
+    // w's wait budget ends while the holder keeps the lock: its LEAVE drops its place and its
+    // registration everywhere, and a grant that came meanwhile would be handed on.
     let c = cluster(3);
-    let holder = client(&c).await;
-    let b = client(&c).await;
-    warm_up(&holder).await;
-    let lock = holder.acquire(["notify:behind"]).await.unwrap();
-    let (mut rx, tasks) = queue_up(
-        "notify:behind",
-        [("b", b.clone()), ("w", holder.clone())],
-        Duration::from_millis(100),
-    )
-    .await;
-    let before = zscores(&c);
+    let (holder, waiter) = (client(&c).await, client(&c).await);
+    let lock = holder.acquire(["notify:leave"]).await.unwrap();
+    let o = opts(10_000)
+        .retry_delay(Duration::from_millis(100))
+        .retry_jitter(Duration::ZERO)
+        .retry_count(3);
+    let err = waiter.acquire_with(["notify:leave"], &o).await.unwrap_err();
+    assert_eq!(err.kind(), quorumlock::ErrorKind::Busy, "{err}");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_no_line(&c, &line_of(&holder, "notify:leave"));
+    assert_no_registrations(&c, &holder, "notify:leave");
     lock.release().await.unwrap();
-    assert_eq!(rx.recv().await, Some("b"));
-    assert_eq!(rx.recv().await, Some("w"));
-    for t in tasks {
-        t.await.unwrap();
-    }
+}
+
+#[tokio::test]
+async fn the_release_and_leave_scripts_grant_a_live_registration_only() {
+    let c = cluster(1);
+    let (key, flag, queue, regs) = (b"q:{g}", b"q:{g}:w", b"q:{g}:q", b"q:{g}:g");
+    let mut sub = Subscriber::on(&c, 0, &[b"q:{g}:released:a".to_vec()]);
+    let eval = |script: &str, keys: &[&[u8]], args: &[&[u8]]| {
+        let n = keys.len().to_string();
+        let mut argv: Vec<&[u8]> = vec![b"EVAL", script.as_bytes(), n.as_bytes()];
+        argv.extend(keys);
+        argv.extend(args);
+        c.command(0, &argv).unwrap()
+    };
+    let release = |value: &[u8]| {
+        eval(
+            quorumlock_proto::scripts::RELEASE_ONE,
+            &[key, flag, queue, regs],
+            &[value, b"2"],
+        )
+    };
+    let pttl = || match c.command(0, &[b"PTTL", key]).unwrap() {
+        Reply::Int(ms) => ms,
+        other => panic!("{other:?}"),
+    };
+    // a.1 registers with its first mark; the holder's release grants it the key.
+    c.command(0, &[b"SET", key, b"holder"]).unwrap();
+    let marked = eval(
+        quorumlock_proto::scripts::MARK,
+        &[flag, queue, regs],
+        &[b"a.1", b"5000", b"0", b"3000:v1"],
+    );
+    assert_eq!(marked, Reply::Int(1));
+    assert_eq!(release(b"holder"), Reply::Int(1));
+    assert_eq!(sub.messages(1), [b"a.1 g".to_vec()]);
     assert_eq!(
-        zscores(&c),
-        before,
-        "a hand-over went to a waiter behind another client's"
+        c.command(0, &[b"GET", key]).unwrap(),
+        Reply::Bulk(b"v1".to_vec())
+    );
+    assert!((2_500..=3_000).contains(&pttl()), "{}", pttl());
+    assert_eq!(
+        c.command(0, &[b"HLEN", regs]).unwrap(),
+        Reply::Int(0),
+        "a grant uses its registration up"
+    );
+    // A registration older than its ttl grants nothing: the id alone is published.
+    c.command(0, &[b"ZADD", queue, b"0", b"a.2"]).unwrap();
+    c.command(0, &[b"HSET", regs, b"a.2", b"1000:3000:v2"])
+        .unwrap();
+    assert_eq!(release(b"v1"), Reply::Int(1));
+    assert_eq!(sub.messages(1), [b"a.2".to_vec()]);
+    assert_eq!(c.command(0, &[b"GET", key]).unwrap(), Reply::Nil);
+    // LEAVE with the value hands a granted key on to the next registered waiter ...
+    c.command(0, &[b"SET", key, b"v3"]).unwrap();
+    eval(
+        quorumlock_proto::scripts::MARK,
+        &[flag, queue, regs],
+        &[b"a.4", b"5000", b"0", b"3000:v4"],
+    );
+    let leave = |id: &[u8], value: &[u8]| {
+        eval(
+            quorumlock_proto::scripts::LEAVE,
+            &[key, queue, regs],
+            &[id, value],
+        )
+    };
+    assert_eq!(leave(b"a.3", b"v3"), Reply::Int(1));
+    assert_eq!(sub.messages(1), [b"a.4 g".to_vec()]);
+    assert_eq!(
+        c.command(0, &[b"GET", key]).unwrap(),
+        Reply::Bulk(b"v4".to_vec())
+    );
+    // ... and without it (the call won with it), or for another value, the key stays.
+    assert_eq!(leave(b"a.4", b""), Reply::Int(0));
+    assert_eq!(leave(b"a.4", b"v3"), Reply::Int(0));
+    assert_eq!(
+        c.command(0, &[b"GET", key]).unwrap(),
+        Reply::Bulk(b"v4".to_vec())
+    );
+    assert_eq!(
+        c.command(0, &[b"EXISTS", queue, regs]).unwrap(),
+        Reply::Int(0)
     );
 }
 

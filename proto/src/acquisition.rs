@@ -26,7 +26,7 @@ use crate::config::{LockOptions, Timing};
 use crate::error::{Error, ErrorKind, MAX_ATTEMPT_REPORTS, Result};
 use crate::fencing;
 use crate::quorum::{Decide, Round, quorum, validity_us};
-use crate::report::{NodeKind, Report};
+use crate::report::{NodeKind, NodeResult, Report};
 use crate::round::{Answer, Tally};
 use crate::value::{self, Random, VALUE_BYTES};
 
@@ -127,6 +127,17 @@ pub struct Grant {
     pub history: Vec<Report>,
     /// Fencing tokens, one per resource, when fenced.
     pub tokens: Option<Vec<u64>>,
+}
+
+/// What [`Acquisition::handle_granted`] made of the grants heard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Granted {
+    /// The call is won: [`Output::Done`] follows.
+    Won,
+    /// Not yet: fewer than a quorum, or an attempt in flight (its verdict comes first).
+    NotNow,
+    /// A quorum, but less validity left than the call needs.
+    TooLate,
 }
 
 /// What cancelling left to do.
@@ -476,6 +487,69 @@ impl Acquisition {
         {
             w.until = w.until.min(now_us);
         }
+    }
+
+    /// Releases granted this waiter the keys (REDLOCK.md §9, "Granted by a release"): each of
+    /// `nodes` set its key to `value`, the value the waiter registered with its first marks, for
+    /// the lock's ttl counted from no earlier than `registered_us`, when those marks were sent.
+    /// Between attempts (no round in flight), a quorum of `nodes` with enough validity left
+    /// from `registered_us` wins the call ([`Output::Done`]; a failed attempt's nodes that
+    /// may still hold its key are cleaned first). `TooLate`: a quorum, but not enough validity
+    /// left (a long wait); the driver hands the keys on. A grant is never a fenced lock.
+    pub fn handle_granted(
+        &mut self,
+        value: Arc<str>,
+        nodes: &[usize],
+        registered_us: u64,
+        now_us: u64,
+    ) -> Granted {
+        let n = self.members.len();
+        if !matches!(self.state, State::Waiting(_) | State::Ready) {
+            return Granted::NotNow;
+        }
+        let granted = (0..n).filter(|i| nodes.contains(i)).count();
+        if granted < quorum(n) || self.opts.get_fenced() {
+            return Granted::NotNow;
+        }
+        let elapsed = Duration::from_micros(now_us.saturating_sub(registered_us));
+        let v = validity_us(self.ttl, elapsed, self.drift);
+        if v <= 0 || v < self.min_validity_us {
+            return Granted::TooLate;
+        }
+        if let State::Waiting(Wait {
+            suspects: Some(s), ..
+        }) = std::mem::replace(&mut self.state, State::Ready)
+        {
+            self.out.push_back(Output::Clean {
+                nodes: s.nodes.into_iter().chain(s.dirty).collect(),
+                value: s.value,
+            });
+        }
+        let results = self
+            .addresses(0..n)
+            .into_iter()
+            .map(|(i, address)| {
+                let kind = if nodes.contains(&i) {
+                    NodeKind::Ok
+                } else {
+                    NodeKind::Pending
+                };
+                NodeResult::new(i, address, kind, None, None)
+            })
+            .collect();
+        let grant = Grant {
+            value,
+            t1_us: registered_us,
+            t2_us: now_us,
+            valid_until_us: registered_us
+                .saturating_add(micros(self.ttl.saturating_sub(self.drift))),
+            attempts: self.attempt,
+            report: Report::new(results),
+            history: std::mem::take(&mut self.history),
+            tokens: None,
+        };
+        self.finish(Ok(grant));
+        Granted::Won
     }
 
     /// The caller gave up: what the attempt in flight must clean, and the error to return.

@@ -32,8 +32,6 @@ pub enum Reply {
 pub enum Script {
     /// [`scripts::ACQUIRE_MULTI`].
     AcquireMulti,
-    /// [`scripts::ACQUIRE_TURN`].
-    AcquireTurn,
     /// [`scripts::FENCED_ACQUIRE`].
     FencedAcquire,
     /// [`scripts::RAISE`].
@@ -48,6 +46,8 @@ pub enum Script {
     ExtendBatch,
     /// [`scripts::MARK`].
     Mark,
+    /// [`scripts::LEAVE`].
+    Leave,
 }
 
 impl Script {
@@ -55,7 +55,6 @@ impl Script {
     pub fn source(self) -> &'static str {
         match self {
             Script::AcquireMulti => scripts::ACQUIRE_MULTI,
-            Script::AcquireTurn => scripts::ACQUIRE_TURN,
             Script::FencedAcquire => scripts::FENCED_ACQUIRE,
             Script::Raise => scripts::RAISE,
             Script::ReleaseOne => scripts::RELEASE_ONE,
@@ -63,13 +62,13 @@ impl Script {
             Script::Extend => scripts::EXTEND,
             Script::ExtendBatch => scripts::EXTEND_BATCH,
             Script::Mark => scripts::MARK,
+            Script::Leave => scripts::LEAVE,
         }
     }
 
     /// Every script (for drivers that load or hash them up front).
     pub const ALL: [Script; 9] = [
         Script::AcquireMulti,
-        Script::AcquireTurn,
         Script::FencedAcquire,
         Script::Raise,
         Script::ReleaseOne,
@@ -77,6 +76,7 @@ impl Script {
         Script::Extend,
         Script::ExtendBatch,
         Script::Mark,
+        Script::Leave,
     ];
 }
 
@@ -164,19 +164,6 @@ pub fn acquire(keys: &[Vec<u8>], value: &str, ttl_ms: u64) -> Command {
         keys: keys.to_vec(),
         args: vec![value.as_bytes().to_vec(), num(ttl_ms)],
     }
-}
-
-/// ACQUIRE-TURN (REDLOCK.md §9): ACQUIRE of `key` for waiter `waiter` ([`waiter_id`])
-/// woken by a release of its own client, sent right behind that release on the node's
-/// connection: it writes only where the release popped this waiter from the key's
-/// [`waiter_line`] (or it was not in line), never overtaking the waiter the release woke.
-/// `None` for a key without a line. Its reply reads as ACQUIRE's ([`read_acquire`]).
-pub fn acquire_turn(key: &[u8], waiter: &[u8], value: &str, ttl_ms: u64) -> Option<Command> {
-    Some(Command::Eval {
-        script: Script::AcquireTurn,
-        keys: vec![key.to_vec(), waiter_line(key)?],
-        args: vec![value.as_bytes().to_vec(), num(ttl_ms), waiter.to_vec()],
-    })
 }
 
 /// What an ACQUIRE reply means: `Ok` (written) or `HeldByOther`.
@@ -373,7 +360,7 @@ impl Notify {
 /// and publishes its id on that waiter's client's channel ([`named_channel`]), so a release
 /// wakes one waiter.
 pub fn release(keys: &[Vec<u8>], value: &str, notify: Notify) -> Command {
-    let mut all = Vec::with_capacity(keys.len() * 3);
+    let mut all = Vec::with_capacity(keys.len() * 4);
     all.extend_from_slice(keys);
     let mut mode: &[u8] = match notify {
         Notify::Off => b"0",
@@ -383,6 +370,7 @@ pub fn release(keys: &[Vec<u8>], value: &str, notify: Notify) -> Command {
         all.extend(keys.iter().map_while(|k| waiter_flag(k)));
         if all.len() == keys.len() * 2 {
             all.extend(keys.iter().filter_map(|k| waiter_line(k)));
+            all.extend(keys.iter().filter_map(|k| waiter_grants(k)));
             mode = b"2";
         } else {
             all.truncate(keys.len());
@@ -438,6 +426,17 @@ pub fn waiter_line(key: &[u8]) -> Option<Vec<u8>> {
     Some(line)
 }
 
+/// The registrations of a lock key's waiters (REDLOCK.md §9): `<key>:g`, a hash of waiter id
+/// to `<registered ms>:<lock ttl ms>:<value>` ([`mark_registered`]), for a key with a
+/// [`waiter_flag`]; `None` otherwise.
+pub fn waiter_grants(key: &[u8]) -> Option<Vec<u8>> {
+    let mut regs = waiter_flag(key)?;
+    if let Some(last) = regs.last_mut() {
+        *last = b'g';
+    }
+    Some(regs)
+}
+
 /// The channel on which a release of `key` wakes every waiter: `<key>:released` (a key
 /// without a waiter flag, or a flag that holds a plain mark).
 pub fn released_channel(key: &[u8]) -> Vec<u8> {
@@ -489,8 +488,7 @@ pub fn waiter_id(client: &[u8], n: u64) -> Vec<u8> {
 /// lost). Flag and line live at least `ttl_ms`. Sent on a node's connection *before* the
 /// waiter's vacancy check or attempt there: a release before it leaves the key gone for the
 /// check or the attempt that follows it; one after it wakes the first in line.
-/// [`crate::line::Marks`] says when to renew it. A refused mark only costs a notice; the
-/// reply tells whether only the waiter's own client stands ahead of it ([`read_mark_clear`]).
+/// [`crate::line::Marks`] says when to renew it. A refused mark only costs a notice.
 pub fn mark(keys: &[Vec<u8>], waiter: &[u8], ttl_ms: u64, front: bool) -> Vec<Command> {
     keys.iter()
         .filter_map(|k| Some(vec![waiter_flag(k)?, waiter_line(k)?]))
@@ -506,12 +504,56 @@ pub fn mark(keys: &[Vec<u8>], waiter: &[u8], ttl_ms: u64, front: bool) -> Vec<Co
         .collect()
 }
 
-/// Whether a MARK reply says that only waiters of the marking waiter's own client stand ahead
-/// of it in the line (among the first 16): a release of that client may then hand it the key
-/// (ACQUIRE-TURN, [`acquire_turn`]); otherwise a handed attempt would meet another client's
-/// waiter first and lose.
-pub fn read_mark_clear(reply: &Reply) -> bool {
-    matches!(reply, Reply::Int(2))
+/// MARK of a waiter's first wait that also registers it for grants (REDLOCK.md §9): a release
+/// that pops `waiter` from `key`'s line sets the key to `value` until this node's time of the
+/// mark plus `lock_ttl_ms`, and names it as granted ([`read_notice`]). One braced key only;
+/// `None` otherwise. `front`: first in line (a waiter that gave its grants back registers
+/// again with a new value, [`leave`]). Only these marks register: a renewal could land after a
+/// release popped the waiter and register it again for a call that has moved on.
+pub fn mark_registered(
+    key: &[u8],
+    waiter: &[u8],
+    ttl_ms: u64,
+    lock_ttl_ms: u64,
+    value: &str,
+    front: bool,
+) -> Option<Command> {
+    let mut reg = num(lock_ttl_ms);
+    reg.push(b':');
+    reg.extend_from_slice(value.as_bytes());
+    Some(Command::Eval {
+        script: Script::Mark,
+        keys: vec![waiter_flag(key)?, waiter_line(key)?, waiter_grants(key)?],
+        args: vec![
+            waiter.to_vec(),
+            num(ttl_ms),
+            if front { b"1".to_vec() } else { b"0".to_vec() },
+            reg,
+        ],
+    })
+}
+
+/// LEAVE (REDLOCK.md §9): a waiter that registered for grants ([`mark_registered`]) leaves
+/// `key`'s line and drops its registration; with `value` (the call did not win with it), a key
+/// granted to it meanwhile is deleted and handed on. One braced key only; `None` otherwise.
+pub fn leave(key: &[u8], waiter: &[u8], value: Option<&str>) -> Option<Command> {
+    Some(Command::Eval {
+        script: Script::Leave,
+        keys: vec![key.to_vec(), waiter_line(key)?, waiter_grants(key)?],
+        args: vec![
+            waiter.to_vec(),
+            value.unwrap_or_default().as_bytes().to_vec(),
+        ],
+    })
+}
+
+/// A notice on a client's named channel ([`named_channel`]): the waiter id it names, and
+/// whether the release granted that waiter the key (`<id> g`, wake.lua).
+pub fn read_notice(payload: &[u8]) -> (&[u8], bool) {
+    match payload.strip_suffix(b" g") {
+        Some(id) => (id, true),
+        None => (payload, false),
+    }
 }
 
 /// UNMARK: `waiter` leaves the [`waiter_line`] of each of `keys` that has one (a call that
@@ -631,19 +673,9 @@ mod tests {
     }
 
     #[test]
-    fn a_turn_needs_a_line_and_reads_as_an_acquire() {
-        assert_eq!(acquire_turn(b"k0", b"c.1", "v", 500), None);
-        let Some(Command::Eval { script, keys, args }) = acquire_turn(b"ql:{r}", b"c.1", "v", 500)
-        else {
-            panic!()
-        };
-        assert_eq!(script, Script::AcquireTurn);
-        assert_eq!(keys, [&b"ql:{r}"[..], b"ql:{r}:q"]);
-        assert_eq!(args, [&b"v"[..], b"500", b"c.1"]);
+    fn acquire_replies_read_as_written_or_held() {
         assert_eq!(read_acquire(&Reply::Int(1)), Ok(NodeKind::Ok));
         assert_eq!(read_acquire(&Reply::Int(0)), Ok(NodeKind::HeldByOther));
-        assert!(read_mark_clear(&Reply::Int(2)));
-        assert!(!read_mark_clear(&Reply::Int(1)) && !read_mark_clear(&Reply::Int(0)));
     }
 
     #[test]
@@ -692,10 +724,34 @@ mod tests {
                 b"q:{a}:w",
                 b"q:{b}:w",
                 b"q:{a}:q",
-                b"q:{b}:q"
+                b"q:{b}:q",
+                b"q:{a}:g",
+                b"q:{b}:g"
             ]
         );
         assert_eq!(args[1], b"2");
+        assert_eq!(waiter_grants(b"q:{a}"), Some(b"q:{a}:g".to_vec()));
+        assert_eq!(waiter_grants(b"a"), None);
+        let Some(Command::Eval { keys, args, .. }) =
+            mark_registered(b"q:{a}", b"c.1", 40, 500, "v", false)
+        else {
+            panic!()
+        };
+        assert_eq!(keys, [&b"q:{a}:w"[..], b"q:{a}:q", b"q:{a}:g"]);
+        assert_eq!(args, [&b"c.1"[..], b"40", b"0", b"500:v"]);
+        assert_eq!(mark_registered(b"a", b"c.1", 40, 500, "v", true), None);
+        let Some(Command::Eval { script, keys, args }) = leave(b"q:{a}", b"c.1", Some("v")) else {
+            panic!()
+        };
+        assert_eq!(script, Script::Leave);
+        assert_eq!(keys, [&b"q:{a}"[..], b"q:{a}:q", b"q:{a}:g"]);
+        assert_eq!(args, [&b"c.1"[..], b"v"]);
+        let Some(Command::Eval { args, .. }) = leave(b"q:{a}", b"c.1", None) else {
+            panic!()
+        };
+        assert_eq!(args[1], b"");
+        assert_eq!(read_notice(b"c.1 g"), (&b"c.1"[..], true));
+        assert_eq!(read_notice(b"c.1"), (&b"c.1"[..], false));
         // One key without a flag: every deleted key is published, as before flags.
         let mixed = vec![b"q:{a}".to_vec(), b"b".to_vec()];
         let Command::Eval { keys, args, .. } = release(&mixed, "v", Notify::Waiters) else {

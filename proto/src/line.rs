@@ -183,6 +183,12 @@ impl Line {
         }
     }
 
+    /// The waiter marked `nodes` again outside [`Line::requeue`] (registering anew for
+    /// grants): it leaves their lines whatever it heard.
+    pub fn remark(&mut self, nodes: u64) {
+        self.remarked |= nodes & self.marked;
+    }
+
     /// The call ends, won or not; `popped`: the nodes whose releases popped this waiter.
     /// Returns the nodes whose lines it leaves: every node it marked, less those whose
     /// release popped it and that it did not mark again (the common hand-off: named by every

@@ -3,9 +3,6 @@
 
 /// ACQUIRE-MULTI: all keys of a set or none. KEYS: the lock keys; ARGV: value, ttl ms.
 pub const ACQUIRE_MULTI: &str = include_str!("lua/acquire_multi.lua");
-/// ACQUIRE-TURN: `SET NX PX` of one key unless the waiter still stands in the key's line.
-/// KEYS: the lock key, its line; ARGV: value, ttl ms, waiter id. Returns 1 written, 0 not.
-pub const ACQUIRE_TURN: &str = include_str!("lua/acquire_turn.lua");
 /// FENCED-ACQUIRE: take the set and advance its fencing counters. KEYS: the lock keys, then
 /// their counter keys; ARGV: value, ttl ms, counter ttl ms (0: none).
 pub const FENCED_ACQUIRE: &str = include_str!("lua/fenced_acquire.lua");
@@ -25,6 +22,10 @@ pub const RELEASE: &str = concat!(
     include_str!("lua/wake.lua"),
     include_str!("lua/release.lua")
 );
+/// LEAVE: a registered waiter's call ends: it leaves the line, drops its registration and,
+/// unless it won with the registered value, hands on a key granted to it meanwhile. KEYS: the
+/// lock key, its line, its registrations; ARGV: waiter id, registered value or "".
+pub const LEAVE: &str = concat!(include_str!("lua/wake.lua"), include_str!("lua/leave.lua"));
 /// EXTEND: compare-and-lengthen. KEYS: the lock keys; ARGV: value, ttl ms.
 pub const EXTEND: &str = include_str!("lua/extend.lua");
 /// EXTEND-BATCH: EXTEND for several locks in one request. KEYS: every lock's keys in turn;
@@ -32,6 +33,7 @@ pub const EXTEND: &str = include_str!("lua/extend.lua");
 /// lock.
 pub const EXTEND_BATCH: &str = include_str!("lua/extend_batch.lua");
 /// MARK: a waiter's place in the line of a lock key (REDLOCK.md §9). KEYS: the waiter flag,
-/// the line; ARGV: waiter id, ttl ms, "1" to stand first. Returns 0 for a plain mark, 2 in
-/// line behind waiters of its own client only, else 1.
+/// the line, and for a first mark that registers for grants the registrations; ARGV: waiter
+/// id, ttl ms, "1" to stand first, and with the registrations `<lock ttl ms>:<value>`.
+/// Returns 0 for a plain mark (the line refused), 1 in line.
 pub const MARK: &str = include_str!("lua/mark.lua");

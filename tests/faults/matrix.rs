@@ -54,21 +54,21 @@ async fn p1_no_fault() {
     run(s, no_fault).await;
 }
 
-/// P1 with the workers sharing one client and waiting: each release hands the lock to the
-/// client's next waiting worker (ACQUIRE-TURN, REDLOCK.md §9).
+/// P1 with the workers sharing one client and waiting: each release grants the lock to the
+/// worker first in line (REDLOCK.md §9).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn p1s_no_fault_hand_overs_in_one_client() {
-    let mut s = scenario("P1s no fault, workers in one client (hand-overs)", true);
+async fn p1s_no_fault_grants_in_one_client() {
+    let mut s = scenario("P1s no fault, workers in one client (grants)", true);
     s.clean_end = true;
     s.shared_workers = true;
     run(s, no_fault).await;
 }
 
-/// P4 with the workers sharing one client and waiting: hand-overs while two nodes stop.
+/// P4 with the workers sharing one client and waiting: grants while two nodes stop.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn p4s_minority_paused_hand_overs_in_one_client() {
+async fn p4s_minority_paused_grants_in_one_client() {
     let mut s = scenario(
-        "P4s minority paused (n2,n3 SIGSTOP 2.5 s), workers in one client (hand-overs)",
+        "P4s minority paused (n2,n3 SIGSTOP 2.5 s), workers in one client (grants)",
         true,
     );
     s.shared_workers = true;

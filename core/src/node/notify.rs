@@ -63,17 +63,15 @@ struct Heard {
     named: AtomicU64,
     /// The nodes whose releases popped this waiter from the line.
     popped: AtomicU64,
+    /// The nodes whose releases granted this waiter the key (REDLOCK.md §9): a subset of
+    /// `popped`.
+    granted: AtomicU64,
     /// How many nodes must be heard from: a quorum, or every node whose subscription is live.
     threshold: AtomicUsize,
     /// Whether the acquisition waits for more than one key.
     multi: bool,
-    /// A release of this client handed the key over ([`Notifier::hand_over`]): the next
-    /// attempt goes at once, as ACQUIRE-TURN.
-    handed: AtomicBool,
-    /// Whether the waiter takes hand-overs ([`Listener::allow_turns`]): one unfenced key, in
-    /// line behind waiters of its own client only, and no handed attempt of this call lost
-    /// yet (one that lost met another client's waiter ahead in line).
-    turns: AtomicBool,
+    /// The waiter won its lock ([`Listener::won`]): what it hears from now on is late.
+    won: AtomicBool,
     wake: Notify,
 }
 
@@ -84,10 +82,10 @@ impl Heard {
             nodes: AtomicU64::new(0),
             named: AtomicU64::new(0),
             popped: AtomicU64::new(0),
+            granted: AtomicU64::new(0),
             threshold: AtomicUsize::new(threshold),
             multi: keys > 1,
-            handed: AtomicBool::new(false),
-            turns: AtomicBool::new(false),
+            won: AtomicBool::new(false),
             wake: Notify::new(),
         }
     }
@@ -146,19 +144,28 @@ impl Registry {
         let map = lock(&self.channels);
         let plain = match channel.strip_suffix(self.suffix.as_slice()) {
             Some(plain) => {
+                let (payload, granted) = command::read_notice(payload);
                 let named = map
                     .get(channel)
                     .and_then(|w| w.iter().find(|w| w.id == payload));
                 if let Some(w) = named {
+                    if w.won.load(Ordering::Relaxed) {
+                        return;
+                    }
                     w.nodes.fetch_or(bit, Ordering::Relaxed);
                     w.named.fetch_or(bit, Ordering::Relaxed);
                     w.popped.fetch_or(bit, Ordering::Relaxed);
+                    if granted {
+                        w.granted.fetch_or(bit, Ordering::Relaxed);
+                    }
                     if w.ready() {
                         w.wake.notify_one();
                     }
                     return;
                 }
-                if lock(&self.winners).iter().any(|id| id == payload) {
+                // A winner's late notice, or a key granted to a waiter that left: its LEAVE
+                // hands the key on, with a notice of its own.
+                if granted || lock(&self.winners).iter().any(|id| id == payload) {
                     return;
                 }
                 plain
@@ -247,7 +254,7 @@ impl Notifier {
     /// Listens for releases of `keys` on every node and waits (up to `timeout`) until the
     /// subscriptions are live; with `id` ([`Self::waiter`]) as a waiter standing in the keys'
     /// lines, on this client's named channels too. `None` when no node could subscribe: the
-    /// caller polls. It takes no hand-overs until [`Listener::allow_turns`].
+    /// caller polls.
     pub(crate) async fn listen(
         self: &Arc<Self>,
         keys: &[Vec<u8>],
@@ -298,31 +305,6 @@ impl Notifier {
     }
 }
 
-impl Notifier {
-    /// A release by this client of `key` (one braced key, its requests queued on every node's
-    /// connection): the client's waiter for `key` whose turn it is, a waiter for that key
-    /// alone standing in its line, is woken at once for an attempt that lands right behind
-    /// the release on each node, as ACQUIRE-TURN (REDLOCK.md §9), instead of after the
-    /// notices of the release. Returns whether a waiter was handed the key.
-    pub(crate) fn hand_over(&self, key: &[u8]) -> bool {
-        let map = lock(&self.registry.channels);
-        // Nobody waits (an uncontended release): no channel name is built.
-        if map.is_empty() {
-            return false;
-        }
-        let channel = command::named_channel(key, &self.client);
-        let Some(next) = map.get(&channel).and_then(|w| turn(w).last()) else {
-            return false;
-        };
-        if !next.turns.load(Ordering::Relaxed) {
-            return false;
-        }
-        next.handed.store(true, Ordering::Relaxed);
-        next.wake.notify_one();
-        true
-    }
-}
-
 /// One waiting acquisition's subscription; unsubscribes (when it was the last listener of a
 /// channel) on drop.
 pub(crate) struct Listener {
@@ -349,29 +331,21 @@ impl Listener {
         self.heard.popped.load(Ordering::Relaxed)
     }
 
-    /// Whether a release of this client handed the key over since the last call
-    /// ([`Notifier::hand_over`]); clears it.
-    pub(crate) fn take_handed(&self) -> bool {
-        self.heard.handed.swap(false, Ordering::Relaxed)
+    /// The nodes whose releases granted this waiter the key: they set it to the value the
+    /// waiter registered with its first marks ([`command::mark_registered`]).
+    pub(crate) fn granted(&self) -> u64 {
+        self.heard.granted.load(Ordering::Relaxed)
     }
 
-    /// The waiter's marks found only waiters of this client ahead of it on a quorum of nodes
-    /// ([`command::read_mark_clear`]): a release of this client may hand it the key
-    /// ([`Notifier::hand_over`]), unless it waits for several keys or has no place in line.
-    pub(crate) fn allow_turns(&self) {
-        if !self.heard.multi && !self.heard.id.is_empty() {
-            self.heard.turns.store(true, Ordering::Relaxed);
-        }
-    }
-
-    /// A handed attempt of this waiter lost: it takes no more hand-overs in this call.
-    pub(crate) fn stop_turns(&self) {
-        self.heard.turns.store(false, Ordering::Relaxed);
+    /// The keys granted so far went back (LEAVE): forgets them.
+    pub(crate) fn clear_grants(&self) {
+        self.heard.granted.store(0, Ordering::Relaxed);
     }
 
     /// This waiter won its lock: notices that name it from now on are late, and wake
     /// nobody.
     pub(crate) fn won(&self) {
+        self.heard.won.store(true, Ordering::Relaxed);
         if self.heard.id.is_empty() {
             return;
         }
@@ -400,22 +374,25 @@ impl Listener {
     /// takes).
     fn woken(&self) -> bool {
         let map = lock(&self.notifier.registry.channels);
-        self.heard.handed.load(Ordering::Relaxed)
-            || self.heard.ready()
-                && (self.named() != 0
-                    || self.channels.iter().any(|ch| {
-                        map.get(ch)
-                            .is_some_and(|w| turn(w).iter().any(|w| Arc::ptr_eq(w, &self.heard)))
-                    }))
+        self.heard.ready()
+            && (self.named() != 0
+                || self.channels.iter().any(|ch| {
+                    map.get(ch)
+                        .is_some_and(|w| turn(w).iter().any(|w| Arc::ptr_eq(w, &self.heard)))
+                }))
     }
 }
 
 impl Drop for Listener {
     fn drop(&mut self) {
         let mut map = lock(&self.notifier.registry.channels);
-        // What this waiter heard since its last attempt (none after a grant: the driver
-        // resets a winner) goes to the waiters whose turn comes now.
-        let heard = self.heard.nodes.load(Ordering::Relaxed);
+        // What this waiter heard since its last attempt (nothing after it won: that was
+        // late) goes to the waiters whose turn comes now.
+        let heard = if self.heard.won.load(Ordering::Relaxed) {
+            0
+        } else {
+            self.heard.nodes.load(Ordering::Relaxed)
+        };
         for ch in &self.channels {
             let Some(waiters) = map.get_mut(ch) else {
                 continue;
@@ -700,27 +677,26 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_hand_over_wakes_the_client_s_first_waiter_of_one_key_until_a_turn_lost() {
+    async fn grant_notices_name_their_waiter_and_a_winner_passes_nothing_on() {
         let n = notifier();
-        let multi = join_keys(&n, 2, &[b"k", b"j"]);
         let (a, b) = (join(&n, 2), join(&n, 2));
-        // Until its marks find only this client's waiters ahead, a takes no hand-over.
-        assert!(!n.hand_over(b"k"));
-        for w in [&multi, &a, &b] {
-            w.allow_turns();
-        }
-        // The waiter for several keys ahead of a takes no hand-over; a, first for k alone, does.
-        assert!(n.hand_over(b"k"));
-        assert!(woken(&a).await && a.take_handed());
-        assert!(!woken(&b).await && !b.take_handed() && !multi.take_handed());
-        // Taken once: the next attempt is an ordinary one.
-        assert!(!a.take_handed());
-        // A handed attempt that lost takes no more hand-overs, and nobody else is handed.
-        a.stop_turns();
-        assert!(!n.hand_over(b"k"));
-        assert!(!woken(&a).await && !woken(&b).await);
-        // No waiter for the key: nothing to hand.
-        assert!(!n.hand_over(b"other"));
+        name(&n, b"c.0 g", &[0]);
+        name(&n, b"c.0", &[1]);
+        assert!(woken(&a).await, "named by a quorum, one of them a grant");
+        assert!(!woken(&b).await);
+        assert_eq!((a.named(), a.popped(), a.granted()), (0b11, 0b11, 0b01));
+        // The attempt's reset keeps the grants: they hold the registered value.
+        a.reset();
+        assert_eq!(a.granted(), 0b01);
+        // A grant to a waiter that left wakes nobody: its LEAVE hands the key on.
+        name(&n, b"c.9 g", &[0, 1, 2]);
+        assert!(!woken(&b).await);
+        // The grants a winner hears late are neither counted nor handed on when it leaves.
+        a.won();
+        name(&n, b"c.0 g", &[2, 3]);
+        assert_eq!(a.granted(), 0b01);
+        drop(a);
+        assert!(!woken(&b).await, "the winner's late grants woke b");
     }
 
     #[tokio::test]

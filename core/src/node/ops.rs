@@ -329,14 +329,9 @@ impl Node {
     /// Sends a waiter's marks or unmarks (REDLOCK.md §9), `marks` being the prepared
     /// [`command::mark`] or [`command::unmark`] of its keys. On a single master every mark
     /// is queued on the connection at the future's first poll, so a request polled right
-    /// after it follows it; failures are dropped (a mark only brings a notice). Returns
-    /// whether every reply was a MARK's saying that only the waiter's own client stands ahead
-    /// of it ([`command::read_mark_clear`]).
-    pub(crate) async fn mark(&self, marks: &[Arc<Prepared>]) -> bool {
-        let replies = join_all(marks.iter().map(|m| self.run_prepared(m, Traffic::Lock))).await;
-        replies
-            .iter()
-            .all(|r| r.as_ref().is_ok_and(command::read_mark_clear))
+    /// after it follows it; failures are dropped (a mark only brings a notice).
+    pub(crate) async fn mark(&self, marks: &[Arc<Prepared>]) {
+        join_all(marks.iter().map(|m| self.run_prepared(m, Traffic::Lock))).await;
     }
 }
 

@@ -89,11 +89,7 @@ pub(crate) fn cmd(command: &Command, fallback: bool) -> (Cmd, bool) {
 fn goes_whole(script: Script) -> bool {
     matches!(
         script,
-        Script::AcquireMulti
-            | Script::AcquireTurn
-            | Script::FencedAcquire
-            | Script::Raise
-            | Script::Mark
+        Script::AcquireMulti | Script::FencedAcquire | Script::Raise | Script::Mark
     )
 }
 

@@ -599,3 +599,89 @@ fn cancelling_before_polling_undoes_a_queued_grant_or_cleanup() {
         "the queued cleanup is returned"
     );
 }
+
+#[test]
+fn grants_on_a_quorum_win_between_attempts_with_the_validity_from_the_registration() {
+    let o = opts()
+        .retry_count(5)
+        .retry_delay(Duration::from_secs(1))
+        .retry_jitter(Duration::ZERO);
+    let mut m = machine(5, o);
+    let (sends, _) = drain(&mut m, 1_000);
+    let round = sends[0].0;
+    let value: Arc<str> = "registered".into();
+    // An attempt in flight decides first.
+    assert_eq!(
+        m.handle_granted(value.clone(), &[0, 1, 2], 900, 1_050),
+        Granted::NotNow
+    );
+    for node in 0..3 {
+        m.handle_answer(round, node, Ok(NodeKind::HeldByOther), 1_100);
+    }
+    drain(&mut m, 1_100);
+    // Fewer than a quorum: not yet; a node outside the members counts for nothing.
+    assert_eq!(
+        m.handle_granted(value.clone(), &[0, 1, 9], 1_200, 2_000),
+        Granted::NotNow
+    );
+    // Node 3 wrote late: a suspect, cleaned before the grant is handed out.
+    m.handle_answer(round, 3, Ok(NodeKind::Ok), 2_100);
+    assert_eq!(
+        m.handle_granted(value.clone(), &[0, 1, 4], 1_200, 2_500),
+        Granted::Won
+    );
+    let (sends, rest) = drain(&mut m, 2_500);
+    assert!(sends.is_empty());
+    let [Output::Clean { nodes, .. }, Output::Done(Ok(g))] = &rest[..] else {
+        panic!("{rest:?}")
+    };
+    let mut nodes = nodes.clone();
+    nodes.sort_unstable();
+    assert_eq!(nodes, [3, 4], "node 3 wrote, node 4 never answered");
+    assert_eq!(&*g.value, "registered");
+    assert_eq!((g.t1_us, g.t2_us), (1_200, 2_500));
+    // ttl 10 s, drift 10 s * 0.01 + 2 ms = 102 ms, counted from the registration.
+    assert_eq!(g.valid_until_us, 1_200 + 10_000_000 - 102_000);
+    assert_eq!(g.report.count(NodeKind::Ok), 3);
+    assert_eq!(g.report.count(NodeKind::Pending), 2);
+    assert_eq!(g.tokens, None);
+    assert_eq!(
+        m.handle_granted(value, &[0, 1, 2], 1_200, 2_600),
+        Granted::NotNow,
+        "finished"
+    );
+}
+
+#[test]
+fn grants_after_a_long_wait_or_for_a_fenced_call_win_nothing() {
+    let o = opts()
+        .retry_count(5)
+        .retry_delay(Duration::from_secs(1))
+        .retry_jitter(Duration::ZERO);
+    let refused = |m: &mut Acquisition| {
+        let (sends, _) = drain(m, 1_000);
+        for node in 0..3 {
+            m.handle_answer(sends[0].0, node, Ok(NodeKind::HeldByOther), 1_100);
+        }
+        drain(m, 1_100);
+    };
+    let mut m = machine(3, o.clone());
+    refused(&mut m);
+    let v: Arc<str> = "r".into();
+    // Less than the minimum validity (ttl / 10) left since the registration.
+    let late = 1_000 + 9_000_000;
+    assert_eq!(
+        m.handle_granted(v.clone(), &[0, 1], 1_000, late),
+        Granted::TooLate
+    );
+    assert_eq!(
+        m.handle_granted(v.clone(), &[0, 1], 1_000, late - 200_000),
+        Granted::Won
+    );
+    let mut fenced = machine(3, o.fenced(true));
+    refused(&mut fenced);
+    assert_eq!(
+        fenced.handle_granted(v, &[0, 1, 2], 1_000, 2_000),
+        Granted::NotNow
+    );
+}

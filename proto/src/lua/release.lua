@@ -1,7 +1,8 @@
 -- RELEASE (REDLOCK.md §2.4, §6, §9): compare-and-delete every key that holds our value, and
 -- tell the waiters of each deleted key. Calls that an ACL may refuse go through pcall: a
 -- channel or command the ACL denies never turns a completed delete into an error.
--- KEYS: n lock keys, followed in mode "2" by their n waiter flags and their n lines.
+-- KEYS: n lock keys, followed in mode "2" by their n waiter flags, their n lines and their n
+-- registrations (wake.lua).
 -- ARGV[1]: value. ARGV[2]: notification mode:
 --   "0" none;
 --   "1" publish every deleted key on `<key>:released`;
@@ -12,7 +13,7 @@
 -- Returns {deleted, held_by_other}; keys holding another value are never touched.
 local mode = ARGV[2]
 local n = #KEYS
-if mode == '2' then n = n / 3 end
+if mode == '2' then n = n / 4 end
 local values, waited = {}, {}
 for i = 1, n do
   if mode == '2' then
@@ -32,7 +33,7 @@ for i = 1, n do
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1
     if waited[i] then
-      wake(KEYS[i], mode == '2' and KEYS[2 * n + i])
+      wake(KEYS[i], mode == '2' and KEYS[2 * n + i], mode == '2' and KEYS[3 * n + i])
     end
   elseif values[i] then
     other = other + 1

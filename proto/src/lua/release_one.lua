@@ -1,5 +1,6 @@
 -- RELEASE of one key (REDLOCK.md §2.4, §9): compare-and-delete, then tell waiters.
--- KEYS[1]: lock key; in mode "2" KEYS[2]: its waiter flag, KEYS[3]: its line. ARGV[1]: value.
+-- KEYS[1]: lock key; in mode "2" KEYS[2]: its waiter flag, KEYS[3]: its line, KEYS[4]: its
+-- registrations. ARGV[1]: value.
 -- ARGV[2]: notification mode: "0" none, "1" publish the key on `<key>:released`, "2" only
 -- while the waiter flag exists (read with the key in one MGET), and then wake the first waiter
 -- in line (wake.lua, which this script starts with). Every call that an ACL may refuse goes through pcall: a
@@ -19,7 +20,7 @@ end
 if v == ARGV[1] then
   redis.call('DEL', KEYS[1])
   if waited then
-    wake(KEYS[1], ARGV[2] == '2' and KEYS[3])
+    wake(KEYS[1], ARGV[2] == '2' and KEYS[3], ARGV[2] == '2' and KEYS[4])
   end
   return 1
 elseif v then

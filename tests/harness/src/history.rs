@@ -15,6 +15,7 @@ pub struct Recorder {
     windows: Mutex<Vec<Window>>,
     acquisitions: AtomicU64,
     failures: AtomicU64,
+    grants: AtomicU64,
     writes_acked: AtomicU64,
     fence_rejections: AtomicU64,
     tokens: Mutex<Vec<Token>>,
@@ -109,6 +110,17 @@ impl Recorder {
     /// Counts a failed acquisition attempt.
     pub fn failed(&self) {
         self.failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts an acquisition that releases granted (REDLOCK.md §9): its report has no node
+    /// latency, since no request of the call answered it.
+    pub fn granted(&self) {
+        self.grants.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Acquisitions that releases granted.
+    pub fn grants(&self) -> u64 {
+        self.grants.load(Ordering::Relaxed)
     }
 
     /// Counts a resource write that the resource node acknowledged.
