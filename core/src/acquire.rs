@@ -163,6 +163,8 @@ struct Driver<'a> {
     /// The call won with the registered value (by grants, or an attempt with a value the
     /// caller gave): the keys granted to it are the lock's.
     won_reg: bool,
+    /// How many registrations the call made.
+    registrations: u64,
     listening: Option<Listening<'a>>,
     listener: Option<Listener>,
 }
@@ -171,6 +173,8 @@ struct Driver<'a> {
 struct Registration {
     /// The value a release sets the key to.
     value: Arc<str>,
+    /// Its number among the call's registrations (from 1).
+    number: u64,
     /// When the registering marks were sent, at the latest: each node's grant counts the ttl
     /// from no earlier.
     sent_us: u64,
@@ -307,10 +311,16 @@ impl Driver<'_> {
                 quorumlock_proto::value::from_random(&bytes).into()
             }
         };
-        let ttl = self.line.ttl_ms();
-        let c = command::mark_registered(key, id, ttl, self.ttl_ms, &value, front)?;
+        self.registrations += 1;
+        let reg = command::Registration {
+            value: &value,
+            ttl_ms: self.ttl_ms,
+            number: self.registrations,
+        };
+        let c = command::mark_registered(key, id, self.line.ttl_ms(), reg, front)?;
         self.reg = Some(Registration {
             value,
+            number: self.registrations,
             sent_us: now_us,
         });
         Some(prepare(vec![c]))
@@ -323,10 +333,11 @@ impl Driver<'_> {
         if !self.give_back() {
             return;
         }
-        if let Some(l) = &self.listener {
-            l.clear_grants();
-        }
         if let Some(marks) = self.register(now_us, true, random) {
+            // Before the marks go out: a grant of the new registration may come at once.
+            if let (Some(l), Some(reg)) = (&self.listener, &self.reg) {
+                l.expect_grants(reg.number);
+            }
             let all = self.all_nodes();
             self.fire(all, &marks);
             self.line.remark(all);
@@ -535,6 +546,7 @@ async fn attempts(
         line,
         reg: None,
         won_reg: false,
+        registrations: 0,
         listening: None,
         listener: None,
     };
@@ -582,12 +594,16 @@ async fn attempts(
                     if let Some(notifier) = &inner.notifier {
                         let marks = d.join_lines(notifier, now, &mut random);
                         let (keys, q) = (d.keys.clone(), inner.quorum());
+                        let registration = d.reg.as_ref().map(|r| r.number);
                         let id = d.waiter.clone();
                         if id.is_some() {
                             d.line.join(now);
                         }
                         d.listening = Some(Box::pin(async move {
                             let l = notifier.listen(&keys, id, q, timeout).await;
+                            if let (Some(l), Some(n)) = (&l, registration) {
+                                l.expect_grants(n);
+                            }
                             let vacant = l.is_some()
                                 && vacant_on_quorum(inner, &keys, &marks, timeout).await;
                             (l, vacant)

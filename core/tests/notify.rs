@@ -524,7 +524,7 @@ async fn grants_short_of_a_quorum_go_back_before_an_ordinary_attempt() {
         other => panic!("{other:?}"),
     };
     let now_ms = secs(&t[0]) * 1_000 + secs(&t[1]) / 1_000;
-    let reg = format!("{now_ms}:1500:dead-value");
+    let reg = format!("{now_ms}:1500:1:dead-value");
     for i in [1, 2] {
         c.command(i, &[b"ZADD", &queue, b"-1000", b"gone.1"])
             .unwrap();
@@ -600,11 +600,11 @@ async fn the_release_and_leave_scripts_grant_a_live_registration_only() {
     let marked = eval(
         quorumlock_proto::scripts::MARK,
         &[flag, queue, regs],
-        &[b"a.1", b"5000", b"0", b"3000:v1"],
+        &[b"a.1", b"5000", b"0", b"3000:1:v1"],
     );
     assert_eq!(marked, Reply::Int(1));
     assert_eq!(release(b"holder"), Reply::Int(1));
-    assert_eq!(sub.messages(1), [b"a.1 g".to_vec()]);
+    assert_eq!(sub.messages(1), [b"a.1 g1".to_vec()]);
     assert_eq!(
         c.command(0, &[b"GET", key]).unwrap(),
         Reply::Bulk(b"v1".to_vec())
@@ -617,7 +617,7 @@ async fn the_release_and_leave_scripts_grant_a_live_registration_only() {
     );
     // A registration older than its ttl grants nothing: the id alone is published.
     c.command(0, &[b"ZADD", queue, b"0", b"a.2"]).unwrap();
-    c.command(0, &[b"HSET", regs, b"a.2", b"1000:3000:v2"])
+    c.command(0, &[b"HSET", regs, b"a.2", b"1000:3000:1:v2"])
         .unwrap();
     assert_eq!(release(b"v1"), Reply::Int(1));
     assert_eq!(sub.messages(1), [b"a.2".to_vec()]);
@@ -627,7 +627,7 @@ async fn the_release_and_leave_scripts_grant_a_live_registration_only() {
     eval(
         quorumlock_proto::scripts::MARK,
         &[flag, queue, regs],
-        &[b"a.4", b"5000", b"0", b"3000:v4"],
+        &[b"a.4", b"5000", b"0", b"3000:7:v4"],
     );
     let leave = |id: &[u8], value: &[u8]| {
         eval(
@@ -637,7 +637,7 @@ async fn the_release_and_leave_scripts_grant_a_live_registration_only() {
         )
     };
     assert_eq!(leave(b"a.3", b"v3"), Reply::Int(1));
-    assert_eq!(sub.messages(1), [b"a.4 g".to_vec()]);
+    assert_eq!(sub.messages(1), [b"a.4 g7".to_vec()]);
     assert_eq!(
         c.command(0, &[b"GET", key]).unwrap(),
         Reply::Bulk(b"v4".to_vec())

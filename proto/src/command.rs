@@ -504,9 +504,22 @@ pub fn mark(keys: &[Vec<u8>], waiter: &[u8], ttl_ms: u64, front: bool) -> Vec<Co
         .collect()
 }
 
-/// MARK of a waiter's first wait that also registers it for grants (REDLOCK.md §9): a release
-/// that pops `waiter` from `key`'s line sets the key to `value` until this node's time of the
-/// mark plus `lock_ttl_ms`, and names it as granted ([`read_notice`]). One braced key only;
+/// What a waiter registers for grants ([`mark_registered`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Registration<'a> {
+    /// The value a release sets the key to.
+    pub value: &'a str,
+    /// The lock's ttl, from the registering mark's run on the node.
+    pub ttl_ms: u64,
+    /// The waiter's count of its registrations: a grant notice names it, so that a grant of
+    /// an earlier registration (given back since) is never counted for a later one.
+    pub number: u64,
+}
+
+/// MARK that also registers a waiter for grants (REDLOCK.md §9): a release that pops `waiter`
+/// from `key`'s line sets the key to the registration's value until this node's time of the
+/// mark plus its ttl, and names it as granted, with the registration's number
+/// ([`read_notice`]). One braced key only;
 /// `None` otherwise. `front`: first in line (a waiter that gave its grants back registers
 /// again with a new value, [`leave`]). Only these marks register: a renewal could land after a
 /// release popped the waiter and register it again for a call that has moved on.
@@ -514,13 +527,17 @@ pub fn mark_registered(
     key: &[u8],
     waiter: &[u8],
     ttl_ms: u64,
-    lock_ttl_ms: u64,
-    value: &str,
+    reg: Registration<'_>,
     front: bool,
 ) -> Option<Command> {
-    let mut reg = num(lock_ttl_ms);
-    reg.push(b':');
-    reg.extend_from_slice(value.as_bytes());
+    let reg = [
+        &num(reg.ttl_ms)[..],
+        b":",
+        &num(reg.number),
+        b":",
+        reg.value.as_bytes(),
+    ]
+    .concat();
     Some(Command::Eval {
         script: Script::Mark,
         keys: vec![waiter_flag(key)?, waiter_line(key)?, waiter_grants(key)?],
@@ -547,12 +564,20 @@ pub fn leave(key: &[u8], waiter: &[u8], value: Option<&str>) -> Option<Command> 
     })
 }
 
-/// A notice on a client's named channel ([`named_channel`]): the waiter id it names, and
-/// whether the release granted that waiter the key (`<id> g`, wake.lua).
-pub fn read_notice(payload: &[u8]) -> (&[u8], bool) {
-    match payload.strip_suffix(b" g") {
-        Some(id) => (id, true),
-        None => (payload, false),
+/// A notice on a client's named channel ([`named_channel`]): the waiter id it names, and, when
+/// the release granted that waiter the key (`<id> g<n>`, wake.lua), the number of the
+/// registration it granted.
+pub fn read_notice(payload: &[u8]) -> (&[u8], Option<u64>) {
+    let Some(at) = payload.iter().rposition(|&b| b == b' ') else {
+        return (payload, None);
+    };
+    let number = payload[at + 1..]
+        .strip_prefix(b"g")
+        .and_then(|n| std::str::from_utf8(n).ok())
+        .and_then(|n| n.parse().ok());
+    match number {
+        Some(n) => (&payload[..at], Some(n)),
+        None => (payload, None),
     }
 }
 
@@ -732,14 +757,19 @@ mod tests {
         assert_eq!(args[1], b"2");
         assert_eq!(waiter_grants(b"q:{a}"), Some(b"q:{a}:g".to_vec()));
         assert_eq!(waiter_grants(b"a"), None);
+        let reg = Registration {
+            value: "v",
+            ttl_ms: 500,
+            number: 3,
+        };
         let Some(Command::Eval { keys, args, .. }) =
-            mark_registered(b"q:{a}", b"c.1", 40, 500, "v", false)
+            mark_registered(b"q:{a}", b"c.1", 40, reg, false)
         else {
             panic!()
         };
         assert_eq!(keys, [&b"q:{a}:w"[..], b"q:{a}:q", b"q:{a}:g"]);
-        assert_eq!(args, [&b"c.1"[..], b"40", b"0", b"500:v"]);
-        assert_eq!(mark_registered(b"a", b"c.1", 40, 500, "v", true), None);
+        assert_eq!(args, [&b"c.1"[..], b"40", b"0", b"500:3:v"]);
+        assert_eq!(mark_registered(b"a", b"c.1", 40, reg, true), None);
         let Some(Command::Eval { script, keys, args }) = leave(b"q:{a}", b"c.1", Some("v")) else {
             panic!()
         };
@@ -750,8 +780,9 @@ mod tests {
             panic!()
         };
         assert_eq!(args[1], b"");
-        assert_eq!(read_notice(b"c.1 g"), (&b"c.1"[..], true));
-        assert_eq!(read_notice(b"c.1"), (&b"c.1"[..], false));
+        assert_eq!(read_notice(b"c.1 g12"), (&b"c.1"[..], Some(12)));
+        assert_eq!(read_notice(b"c.1"), (&b"c.1"[..], None));
+        assert_eq!(read_notice(b"c.1 gx"), (&b"c.1 gx"[..], None));
         // One key without a flag: every deleted key is published, as before flags.
         let mixed = vec![b"q:{a}".to_vec(), b"b".to_vec()];
         let Command::Eval { keys, args, .. } = release(&mixed, "v", Notify::Waiters) else {

@@ -63,9 +63,11 @@ struct Heard {
     named: AtomicU64,
     /// The nodes whose releases popped this waiter from the line.
     popped: AtomicU64,
-    /// The nodes whose releases granted this waiter the key (REDLOCK.md §9): a subset of
-    /// `popped`.
+    /// The nodes whose releases granted this waiter the key (REDLOCK.md §9) for its current
+    /// registration: a subset of `popped`.
     granted: AtomicU64,
+    /// The number of the waiter's current registration for grants (0: none).
+    registration: AtomicU64,
     /// How many nodes must be heard from: a quorum, or every node whose subscription is live.
     threshold: AtomicUsize,
     /// Whether the acquisition waits for more than one key.
@@ -83,6 +85,7 @@ impl Heard {
             named: AtomicU64::new(0),
             popped: AtomicU64::new(0),
             granted: AtomicU64::new(0),
+            registration: AtomicU64::new(0),
             threshold: AtomicUsize::new(threshold),
             multi: keys > 1,
             won: AtomicBool::new(false),
@@ -155,7 +158,12 @@ impl Registry {
                     w.nodes.fetch_or(bit, Ordering::Relaxed);
                     w.named.fetch_or(bit, Ordering::Relaxed);
                     w.popped.fetch_or(bit, Ordering::Relaxed);
-                    if granted {
+                    if let Some(n) = granted {
+                        // A grant of a registration the waiter gave back since (its LEAVE
+                        // handed that key on) is no grant now.
+                        if n != w.registration.load(Ordering::Relaxed) {
+                            return;
+                        }
                         w.granted.fetch_or(bit, Ordering::Relaxed);
                     }
                     if w.ready() {
@@ -165,7 +173,7 @@ impl Registry {
                 }
                 // A winner's late notice, or a key granted to a waiter that left: its LEAVE
                 // hands the key on, with a notice of its own.
-                if granted || lock(&self.winners).iter().any(|id| id == payload) {
+                if granted.is_some() || lock(&self.winners).iter().any(|id| id == payload) {
                     return;
                 }
                 plain
@@ -337,8 +345,10 @@ impl Listener {
         self.heard.granted.load(Ordering::Relaxed)
     }
 
-    /// The keys granted so far went back (LEAVE): forgets them.
-    pub(crate) fn clear_grants(&self) {
+    /// The waiter's registration for grants is now number `n`: the grants of earlier ones
+    /// (given back) are forgotten, and their notices no longer count.
+    pub(crate) fn expect_grants(&self, n: u64) {
+        self.heard.registration.store(n, Ordering::Relaxed);
         self.heard.granted.store(0, Ordering::Relaxed);
     }
 
@@ -680,7 +690,8 @@ mod tests {
     async fn grant_notices_name_their_waiter_and_a_winner_passes_nothing_on() {
         let n = notifier();
         let (a, b) = (join(&n, 2), join(&n, 2));
-        name(&n, b"c.0 g", &[0]);
+        a.expect_grants(1);
+        name(&n, b"c.0 g1", &[0]);
         name(&n, b"c.0", &[1]);
         assert!(woken(&a).await, "named by a quorum, one of them a grant");
         assert!(!woken(&b).await);
@@ -689,11 +700,17 @@ mod tests {
         a.reset();
         assert_eq!(a.granted(), 0b01);
         // A grant to a waiter that left wakes nobody: its LEAVE hands the key on.
-        name(&n, b"c.9 g", &[0, 1, 2]);
+        name(&n, b"c.9 g1", &[0, 1, 2]);
         assert!(!woken(&b).await);
+        // A grant of a registration given back since counts for nothing.
+        a.expect_grants(2);
+        name(&n, b"c.0 g1", &[2]);
+        assert_eq!(a.granted(), 0);
+        name(&n, b"c.0 g2", &[0]);
+        assert_eq!(a.granted(), 0b01);
         // The grants a winner hears late are neither counted nor handed on when it leaves.
         a.won();
-        name(&n, b"c.0 g", &[2, 3]);
+        name(&n, b"c.0 g2", &[2, 3]);
         assert_eq!(a.granted(), 0b01);
         drop(a);
         assert!(!woken(&b).await, "the winner's late grants woke b");

@@ -4,9 +4,9 @@
 -- (`<client>.<n>`); ARGV[2]: ttl ms; ARGV[3]: "1" to stand first (a woken waiter whose attempt
 -- lost), "0" to join at the back, or keep its place when already in line (`ZADD NX`).
 -- A waiter's first mark may register it for grants: KEYS[3], the key's registrations (a hash),
--- and ARGV[4], `<lock ttl ms>:<value>`. The registration is stored with this node's time as
--- `<ms>:<ttl ms>:<value>`, and a release that pops the waiter sets the lock key to the value
--- until that time plus the ttl (wake.lua).
+-- and ARGV[4], `<lock ttl ms>:<n>:<value>` (n: the waiter's registration number). It is stored
+-- with this node's time as `<ms>:<ttl ms>:<n>:<value>`, and a release that pops the waiter
+-- sets the lock key to the value until that time plus the ttl (wake.lua).
 -- Flag and line then live at least ttl ms: a flag with less left is renewed to twice that, so
 -- that most marks of a busy key renew nothing, and the line, renewed with it or made anew,
 -- lives at least as long as the flag. An ACL that refuses the
