@@ -705,6 +705,10 @@ async fn attempts(
             }
             Event::Listened(l, vacant) => {
                 d.listening = None;
+                if l.is_none() {
+                    // No subscription, so no marks were sent: nothing is registered.
+                    d.reg = None;
+                }
                 d.listener = l;
                 if vacant {
                     d.m.handle_vacant(now);
