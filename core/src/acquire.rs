@@ -366,7 +366,11 @@ impl Driver<'_> {
             .handle_granted(reg.value.clone(), &nodes, reg.sent_us, now_us)
         {
             Granted::Won => self.won_reg = true,
-            Granted::TooLate => self.register_again(now_us, random),
+            Granted::TooLate => {
+                // The keys go back (LEAVE, queued first on each connection): try at once.
+                self.register_again(now_us, random);
+                self.m.handle_vacant(now_us);
+            }
             Granted::NotNow => {}
         }
     }

@@ -554,6 +554,56 @@ async fn grants_short_of_a_quorum_go_back_before_an_ordinary_attempt() {
 }
 
 #[tokio::test]
+async fn grants_with_too_little_validity_left_go_back_and_the_waiter_tries_at_once() {
+    // ttl 1 s (minimum validity 100 ms): the holder keeps the lock until 950 ms after the
+    // waiter registered, so the grants leave it about 40 ms. It gives them back and attempts
+    // at once (its retry delay is 2 s), and its lock has a whole ttl.
+    let c = cluster(3);
+    let (holder, waiter) = (client(&c).await, client(&c).await);
+    let short = opts(1_000)
+        .retry_count(5)
+        .retry_delay(Duration::from_secs(2))
+        .retry_jitter(Duration::ZERO);
+    let lock = holder
+        .acquire_with(["notify:late"], &opts(10_000))
+        .await
+        .unwrap();
+    let w = waiter.clone();
+    let task = tokio::spawn(async move {
+        let started = MonoTime::now();
+        let l = w.acquire_with(["notify:late"], &short).await.unwrap();
+        (started, l)
+    });
+    tokio::time::sleep(Duration::from_millis(950)).await;
+    let released_at = MonoTime::now();
+    lock.release().await.unwrap();
+    let (started, won) = task.await.unwrap();
+    let took = MonoTime::now().saturating_since(released_at);
+    assert!(took < Duration::from_millis(1_000), "{took:?}");
+    assert!(
+        won.valid_until().saturating_since(started) > Duration::from_millis(1_500),
+        "the lock counts from a fresh attempt, not from the old registration"
+    );
+    assert!(
+        won.remaining() > Duration::from_millis(500),
+        "{:?}",
+        won.remaining()
+    );
+    assert_eq!(won.attempts(), 2);
+    let key = holder.key("notify:late");
+    for i in 0..c.len() {
+        assert_eq!(
+            c.command(i, &[b"GET", &key]).unwrap(),
+            Reply::Bulk(won.value().as_bytes().to_vec()),
+            "node {i}"
+        );
+    }
+    won.release().await.unwrap();
+    assert_no_line(&c, &line_of(&holder, "notify:late"));
+    assert_no_registrations(&c, &holder, "notify:late");
+}
+
+#[tokio::test]
 async fn a_waiter_that_gives_up_leaves_no_line_registration_or_key() {
     // w's wait budget ends while the holder keeps the lock: its LEAVE drops its place and its
     // registration everywhere, and a grant that came meanwhile would be handed on.

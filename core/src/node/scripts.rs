@@ -85,11 +85,12 @@ pub(crate) fn cmd(command: &Command, fallback: bool) -> (Cmd, bool) {
 
 /// Whether `script` goes out whole: it writes keys that did not hold the caller's value (an
 /// acquisition), or must land before the request that follows it on the connection (a
-/// waiter's MARK, before its check or attempt).
+/// waiter's MARK, before its check or attempt; a LEAVE that gives grants back, before the
+/// waiter's next MARK and attempt).
 fn goes_whole(script: Script) -> bool {
     matches!(
         script,
-        Script::AcquireMulti | Script::FencedAcquire | Script::Raise | Script::Mark
+        Script::AcquireMulti | Script::FencedAcquire | Script::Raise | Script::Mark | Script::Leave
     )
 }
 
