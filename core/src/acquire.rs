@@ -160,8 +160,7 @@ struct Driver<'a> {
     /// This waiter's registration for grants, from its first marks on (REDLOCK.md §9): a
     /// release that pops it sets the key to the registered value.
     reg: Option<Registration>,
-    /// The call won with the registered value (by grants, or an attempt with a value the
-    /// caller gave): the keys granted to it are the lock's.
+    /// The call won by its registration's grants: the keys granted to it are the lock's.
     won_reg: bool,
     /// How many registrations the call made.
     registrations: u64,
@@ -265,8 +264,8 @@ impl Driver<'_> {
     /// At the first wait: this call's waiter id and marks ([`command::mark`]), when the
     /// client's releases wake waiters in line ([`command::Notify::Waiters`]).
     ///
-    /// Returns the first marks: for one unfenced key off Redis Cluster, they register the
-    /// waiter for grants with a fresh value (or the value the caller gave), sent from `now_us`
+    /// Returns the first marks: for one unfenced key off Redis Cluster and no value given by
+    /// the caller, they register the waiter for grants with a fresh value, sent from `now_us`
     /// on; the later marks register nothing.
     fn join_lines(
         &mut self,
@@ -283,8 +282,11 @@ impl Driver<'_> {
             return Arc::from([]);
         }
         self.waiter = Some(id);
+        // Not with a value the caller gave: a grant and an attempt would then write the same
+        // value, and a failed attempt's cleanup could delete a granted key.
         let grants = self.keys.len() == 1
             && !self.m.options().get_fenced()
+            && self.m.options().get_value().is_none()
             && !self.inner.nodes.iter().any(|n| n.is_cluster());
         grants
             .then(|| self.register(now_us, false, random))
@@ -292,8 +294,8 @@ impl Driver<'_> {
             .unwrap_or_else(|| self.marks.clone())
     }
 
-    /// A registering mark of this waiter's one key with a new value (the caller's, if it gave
-    /// one), sent from `now_us` on, first in line with `front`: the registration it starts.
+    /// A registering mark of this waiter's one key with a fresh value, sent from `now_us` on,
+    /// first in line with `front`: the registration it starts.
     fn register(
         &mut self,
         now_us: u64,
@@ -303,14 +305,9 @@ impl Driver<'_> {
         let (Some(id), [key]) = (&self.waiter, &self.keys[..]) else {
             return None;
         };
-        let value: Arc<str> = match self.m.options().get_value() {
-            Some(given) => given.into(),
-            None => {
-                let mut bytes = [0u8; quorumlock_proto::value::VALUE_BYTES];
-                random.fill(&mut bytes).ok()?;
-                quorumlock_proto::value::from_random(&bytes).into()
-            }
-        };
+        let mut bytes = [0u8; quorumlock_proto::value::VALUE_BYTES];
+        random.fill(&mut bytes).ok()?;
+        let value: Arc<str> = quorumlock_proto::value::from_random(&bytes).into();
         self.registrations += 1;
         let reg = command::Registration {
             value: &value,
