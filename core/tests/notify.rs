@@ -604,6 +604,30 @@ async fn grants_with_too_little_validity_left_go_back_and_the_waiter_tries_at_on
 }
 
 #[tokio::test]
+async fn a_call_with_a_value_of_its_own_waits_in_line_unregistered() {
+    // The caller's value would be both the attempts' and the grants' value: no registration,
+    // so the waiter wins by its attempt after the release names it.
+    let c = cluster(3);
+    let (holder, waiter) = (client(&c).await, client(&c).await);
+    let lock = holder.acquire(["notify:given"]).await.unwrap();
+    let w = waiter.clone();
+    let task = tokio::spawn(async move {
+        let o = slow_poll().value("caller-chosen-value-0001");
+        w.acquire_with(["notify:given"], &o).await.unwrap()
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(line(&c, 0, &line_of(&holder, "notify:given")).len(), 1);
+    assert_no_registrations(&c, &holder, "notify:given");
+    lock.release().await.unwrap();
+    let won = task.await.unwrap();
+    assert_eq!(
+        (won.value(), won.attempts()),
+        ("caller-chosen-value-0001", 2)
+    );
+    won.release().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_waiter_that_gives_up_leaves_no_line_registration_or_key() {
     // w's wait budget ends while the holder keeps the lock: its LEAVE drops its place and its
     // registration everywhere, and a grant that came meanwhile would be handed on.
