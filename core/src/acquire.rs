@@ -55,17 +55,16 @@ pub(crate) async fn release_keys(
     value: &Arc<str>,
     timeout: Duration,
 ) -> Report {
-    release_on(inner, &inner.nodes, keys, value, timeout).await
+    release_on(&inner.nodes, keys, value, timeout, inner.notify).await
 }
 
 async fn release_on(
-    inner: &Inner,
     nodes: &[Arc<Node>],
     keys: &Arc<[Vec<u8>]>,
     value: &Arc<str>,
     timeout: Duration,
+    notify: command::Notify,
 ) -> Report {
-    let notify = inner.notify;
     let prepared = Prepared::new(command::release(keys, value, notify));
     quorum::round(nodes, timeout, Decide::All, |node| {
         let (keys, value) = (keys.clone(), value.clone());
@@ -466,15 +465,21 @@ impl Driver<'_> {
     }
 
     /// Starts a cleanup: releases `value` on `nodes` in an engine-owned task, which outlives
-    /// the caller.
+    /// the caller. With waiters' lines it tells no waiter (REDLOCK.md §9): it frees a minority
+    /// of nodes, and popping the first in line there would only grant it those, often to the
+    /// cleaning waiter itself, whose next attempt gives them back.
     fn clean(&mut self, nodes: Vec<usize>, value: Arc<str>) {
         let dirty: Vec<Arc<Node>> = nodes
             .iter()
             .filter_map(|i| self.inner.nodes.get(*i).cloned())
             .collect();
         let (inner, keys, timeout) = (self.inner.clone(), self.keys.clone(), self.m.node_timeout());
+        let notify = match inner.notify {
+            command::Notify::Waiters => command::Notify::Off,
+            other => other,
+        };
         self.cleanup = Some(self.inner.runtime.spawn(async move {
-            let report = release_on(&inner, &dirty, &keys, &value, timeout).await;
+            let report = release_on(&dirty, &keys, &value, timeout, notify).await;
             tracing::trace!(%report, "cleanup done");
         }));
     }
