@@ -57,7 +57,7 @@ pub(crate) fn cmd(command: &Command, fallback: bool) -> (Cmd, bool) {
             // a second request, which could run after a later release or cleanup of the same
             // value on this connection and so leave a key behind until its ttl (and a MARK
             // after the check it must precede).
-            let fallback = fallback || goes_whole(*script);
+            let fallback = fallback || goes_whole(*script, args);
             let body = if fallback {
                 script.source()
             } else {
@@ -86,12 +86,14 @@ pub(crate) fn cmd(command: &Command, fallback: bool) -> (Cmd, bool) {
 /// Whether `script` goes out whole: it writes keys that did not hold the caller's value (an
 /// acquisition), or must land before the request that follows it on the connection (a
 /// waiter's MARK, before its check or attempt; a LEAVE that gives grants back, before the
-/// waiter's next MARK and attempt).
-fn goes_whole(script: Script) -> bool {
-    matches!(
-        script,
-        Script::AcquireMulti | Script::FencedAcquire | Script::Raise | Script::Mark | Script::Leave
-    )
+/// waiter's next MARK and attempt). A winner's LEAVE, without a value (`args[1]` empty),
+/// touches no key and precedes nothing.
+fn goes_whole(script: Script, args: &[Vec<u8>]) -> bool {
+    match script {
+        Script::AcquireMulti | Script::FencedAcquire | Script::Raise | Script::Mark => true,
+        Script::Leave => args.get(1).is_some_and(|value| !value.is_empty()),
+        _ => false,
+    }
 }
 
 /// A redis-rs reply as the protocol's; shapes the protocol never expects become data that
@@ -183,6 +185,11 @@ mod tests {
                 "{c:?}"
             );
         }
+        // A LEAVE that gives grants back goes out whole; a winner's LEAVE by SHA-1.
+        let giving_back = command::leave(b"q:{k}", b"c.1", Some("v")).unwrap();
+        assert!(!cmd(&giving_back, false).1);
+        let winner = command::leave(b"q:{k}", b"c.1", None).unwrap();
+        assert!(cmd(&winner, false).1);
         let (c, script) = cmd(&command::acquire(&keys[..1], "v", 10), false);
         assert!(!script);
         assert!(String::from_utf8_lossy(&c.get_packed_command()).contains("NX"));
