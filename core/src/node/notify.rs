@@ -3,9 +3,12 @@
 //! waiter flag and stands in the key's line on each node (`quorumlock_proto::command::mark`),
 //! and while the flag exists a release pops the first waiter and publishes its id on that
 //! waiter's client's channel, `<lock key>:released:<client>` (a *named* notice): it wakes
-//! exactly that waiter, whatever its turn in the client. Bare keys, and flags with nobody in
-//! line (an older client's waiter), publish the key on `<lock key>:released`, which every
-//! client's waiters hear.
+//! exactly that waiter, whatever its turn in the client. When the waiter registered for grants,
+//! the release also set the key to the waiter's value and the notice reads `<id> g<n>`, `n`
+//! being the registration's number: the registry records the node as granted
+//! ([`Listener::granted`]) for the waiter's current registration only. Bare keys, and flags
+//! with nobody in line (an older client's waiter), publish the key on `<lock key>:released`,
+//! which every client's waiters hear.
 //!
 //! Each node has one subscriber task with its own pub/sub connection (RESP2 needs one; under
 //! RESP3 it is kept for simplicity), opened when the first waiter of the client listens and
