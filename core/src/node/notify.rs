@@ -351,6 +351,9 @@ impl Listener {
     /// The waiter's registration for grants is now number `n`: the grants of earlier ones
     /// (given back) are forgotten, and their notices no longer count.
     pub(crate) fn expect_grants(&self, n: u64) {
+        // Under the registry's lock, which `Registry::deliver` holds from reading the number
+        // to recording the grant: a notice of the old number cannot land after the reset.
+        let _map = lock(&self.notifier.registry.channels);
         self.heard.registration.store(n, Ordering::Relaxed);
         self.heard.granted.store(0, Ordering::Relaxed);
     }
