@@ -416,6 +416,17 @@ async fn a_release_names_the_first_waiter_in_line_and_only_it_tries() {
     assert_no_registrations(&c, &holder, "notify:named");
 }
 
+/// Asserts that every node of `c` holds `key` with `value`.
+fn assert_value_everywhere(c: &Cluster, key: &[u8], value: &str) {
+    for i in 0..c.len() {
+        assert_eq!(
+            c.command(i, &[b"GET", key]).unwrap(),
+            Reply::Bulk(value.as_bytes().to_vec()),
+            "node {i}"
+        );
+    }
+}
+
 /// Asserts that no node holds registrations for grants of `resource`'s key.
 fn assert_no_registrations(c: &Cluster, client: &Client, resource: &str) {
     let regs = [client.key(resource).as_slice(), b":g"].concat();
@@ -460,13 +471,7 @@ async fn a_release_grants_the_key_to_the_first_waiter_s_registered_value() {
     assert_eq!(won.attempts(), 1);
     assert_eq!(waiter.metrics().acquire_attempts, 1);
     let key = holder.key("notify:grant");
-    for i in 0..c.len() {
-        assert_eq!(
-            c.command(i, &[b"GET", &key]).unwrap(),
-            Reply::Bulk(won.value().as_bytes().to_vec()),
-            "node {i}"
-        );
-    }
+    assert_value_everywhere(&c, &key, won.value());
     // Valid from the registration (after the first attempt), not from the release: at most
     // the ttl (10 s) less the drift from the call's start, and well over 9 s.
     let until = won.valid_until().saturating_since(started);
@@ -541,13 +546,7 @@ async fn grants_short_of_a_quorum_go_back_before_an_ordinary_attempt() {
     }
     let won = task.await.unwrap();
     assert!(won.attempts() >= 2, "{}", won.attempts());
-    for i in 0..c.len() {
-        assert_eq!(
-            c.command(i, &[b"GET", &key]).unwrap(),
-            Reply::Bulk(won.value().as_bytes().to_vec()),
-            "node {i}"
-        );
-    }
+    assert_value_everywhere(&c, &key, won.value());
     won.release().await.unwrap();
     assert_no_line(&c, &queue);
     assert_no_registrations(&c, &holder, "notify:split");
@@ -591,13 +590,7 @@ async fn grants_with_too_little_validity_left_go_back_and_the_waiter_tries_at_on
     );
     assert_eq!(won.attempts(), 2);
     let key = holder.key("notify:late");
-    for i in 0..c.len() {
-        assert_eq!(
-            c.command(i, &[b"GET", &key]).unwrap(),
-            Reply::Bulk(won.value().as_bytes().to_vec()),
-            "node {i}"
-        );
-    }
+    assert_value_everywhere(&c, &key, won.value());
     won.release().await.unwrap();
     assert_no_line(&c, &line_of(&holder, "notify:late"));
     assert_no_registrations(&c, &holder, "notify:late");
