@@ -41,11 +41,11 @@ use crate::report::{NodeKind, Report};
 use crate::timer::Timer;
 use crate::value::OsRandomAhead;
 use quorumlock_proto::acquire::vacant;
-use quorumlock_proto::acquisition::{Acquisition, Granted, Output, Request};
+use quorumlock_proto::acquisition::{Acquisition, Output, Request};
 use quorumlock_proto::command;
+use quorumlock_proto::grants::{End, Grants, Step};
 use quorumlock_proto::line::{Line, bit};
 use quorumlock_proto::round::Answer;
-use quorumlock_proto::value::Random;
 
 /// Sends RELEASE for `keys`/`value` to every node and waits (each node bounded by
 /// `timeout`) for the per-node report.
@@ -156,26 +156,11 @@ struct Driver<'a> {
     marks: Arc<[Arc<Prepared>]>,
     /// Which nodes get marks and unmarks, and when.
     line: Line,
-    /// This waiter's registration for grants, from its first marks on (REDLOCK.md §9): a
+    /// This waiter's registrations for grants, from its first marks on (REDLOCK.md §9): a
     /// release that pops it sets the key to the registered value.
-    reg: Option<Registration>,
-    /// The call won by its registration's grants: the keys granted to it are the lock's.
-    won_reg: bool,
-    /// How many registrations the call made.
-    registrations: u64,
+    grants: Grants,
     listening: Option<Listening<'a>>,
     listener: Option<Listener>,
-}
-
-/// A waiter's registration for grants ([`command::mark_registered`]).
-struct Registration {
-    /// The value a release sets the key to.
-    value: Arc<str>,
-    /// Its number among the call's registrations (from 1).
-    number: u64,
-    /// When the registering marks were sent, at the latest: each node's grant counts the ttl
-    /// from no earlier.
-    sent_us: u64,
 }
 
 impl Drop for Driver<'_> {
@@ -281,13 +266,8 @@ impl Driver<'_> {
             return Arc::from([]);
         }
         self.waiter = Some(id);
-        // Not with a value the caller gave: a grant and an attempt would then write the same
-        // value, and a failed attempt's cleanup could delete a granted key.
-        let grants = self.keys.len() == 1
-            && !self.m.options().get_fenced()
-            && self.m.options().get_value().is_none()
-            && !self.inner.nodes.iter().any(|n| n.is_cluster());
-        grants
+        let cluster = self.inner.nodes.iter().any(|n| n.is_cluster());
+        Grants::eligible(&self.keys, self.m.options(), cluster)
             .then(|| self.register(now_us, false, random))
             .flatten()
             .unwrap_or_else(|| self.marks.clone())
@@ -304,21 +284,13 @@ impl Driver<'_> {
         let (Some(id), [key]) = (&self.waiter, &self.keys[..]) else {
             return None;
         };
-        let mut bytes = [0u8; quorumlock_proto::value::VALUE_BYTES];
-        random.fill(&mut bytes).ok()?;
-        let value: Arc<str> = quorumlock_proto::value::from_random(&bytes).into();
-        self.registrations += 1;
+        let r = self.grants.register(now_us, random).ok()?;
         let reg = command::Registration {
-            value: &value,
+            value: &r.value,
             ttl_ms: self.ttl_ms,
-            number: self.registrations,
+            number: r.number,
         };
         let c = command::mark_registered(key, id, self.line.ttl_ms(), reg, front)?;
-        self.reg = Some(Registration {
-            value,
-            number: self.registrations,
-            sent_us: now_us,
-        });
         Some(prepare(vec![c]))
     }
 
@@ -331,7 +303,7 @@ impl Driver<'_> {
         }
         if let Some(marks) = self.register(now_us, true, random) {
             // Before the marks go out: a grant of the new registration may come at once.
-            if let (Some(l), Some(reg)) = (&self.listener, &self.reg) {
+            if let (Some(l), Some(reg)) = (&self.listener, self.grants.current()) {
                 l.expect_grants(reg.number);
             }
             let all = self.all_nodes();
@@ -347,27 +319,12 @@ impl Driver<'_> {
     /// Grants heard while no attempt is in flight: a quorum with enough validity left wins
     /// the call ([`Acquisition::handle_granted`]); too little left, the keys go back.
     fn grants(&mut self, now_us: u64, random: &mut OsRandomAhead) {
-        let (Some(reg), Some(l)) = (&self.reg, &self.listener) else {
-            return;
-        };
-        let granted = l.granted();
-        if granted == 0 {
-            return;
-        }
-        let nodes: Vec<usize> = (0..self.inner.nodes.len())
-            .filter(|i| granted & bit(*i) != 0)
-            .collect();
-        match self
-            .m
-            .handle_granted(reg.value.clone(), &nodes, reg.sent_us, now_us)
-        {
-            Granted::Won => self.won_reg = true,
-            Granted::TooLate => {
-                // The keys go back (LEAVE, queued first on each connection): try at once.
-                self.register_again(now_us, random);
-                self.m.handle_vacant(now_us);
-            }
-            Granted::NotNow => {}
+        let granted = self.listener.as_ref().map_or(0, Listener::granted);
+        let n = self.inner.nodes.len();
+        if self.grants.check(&mut self.m, granted, n, now_us) == Step::Again {
+            // The keys go back (LEAVE, queued first on each connection): try at once.
+            self.register_again(now_us, random);
+            self.m.handle_vacant(now_us);
         }
     }
 
@@ -375,13 +332,21 @@ impl Driver<'_> {
     /// it so far or later (LEAVE with the value, on every node: a grant may still be on its
     /// way). Returns whether there was a registration.
     fn give_back(&mut self) -> bool {
-        let (Some(reg), Some(id), [key]) = (self.reg.take(), &self.waiter, &self.keys[..]) else {
+        let Some(value) = self.grants.give_back() else {
             return false;
         };
-        if let Some(c) = command::leave(key, id, Some(&reg.value)) {
+        self.leave_all(&value);
+        true
+    }
+
+    /// LEAVE with `value` on every node: out of every line, the registration dropped, and a
+    /// key granted to it handed on.
+    fn leave_all(&self, value: &str) {
+        if let (Some(id), [key]) = (&self.waiter, &self.keys[..])
+            && let Some(c) = command::leave(key, id, Some(value))
+        {
             self.fire(self.all_nodes(), &prepare(vec![c]));
         }
-        true
     }
 
     /// After an attempt that answered a release naming this waiter lost, once its cleanup
@@ -406,9 +371,10 @@ impl Driver<'_> {
     /// sends LEAVE instead: on every node, handing on the keys granted to it, unless it won
     /// with them.
     fn unmark(&mut self) {
-        if self.reg.is_some() && !self.won_reg {
+        let end = self.grants.end();
+        if let End::GiveBack(value) = &end {
             // LEAVE on every node: out of every line too.
-            self.give_back();
+            self.leave_all(value);
             self.line.leave(0);
             self.waiter = None;
             return;
@@ -417,18 +383,18 @@ impl Driver<'_> {
             return;
         };
         let nodes = self.line.leave(self.popped());
-        if let (Some(_), [key]) = (self.reg.take(), &self.keys[..]) {
-            // Won with the registered value: out of the lines, registration dropped, and a
-            // key granted meanwhile is the lock's own.
-            if nodes != 0
-                && let Some(c) = command::leave(key, &id, None)
-            {
-                self.fire(nodes, &prepare(vec![c]));
-            }
+        if nodes == 0 {
             return;
         }
-        if nodes != 0 {
-            self.fire(nodes, &prepare(command::unmark(&self.keys, &id)));
+        match (end, &self.keys[..]) {
+            // Won with the registered value: out of the lines, registration dropped, and a
+            // key granted meanwhile is the lock's own.
+            (End::Won, [key]) => {
+                if let Some(c) = command::leave(key, &id, None) {
+                    self.fire(nodes, &prepare(vec![c]));
+                }
+            }
+            _ => self.fire(nodes, &prepare(command::unmark(&self.keys, &id))),
         }
     }
 
@@ -550,9 +516,7 @@ async fn attempts(
         waiter: None,
         marks: Arc::from([]),
         line,
-        reg: None,
-        won_reg: false,
-        registrations: 0,
+        grants: Grants::new(),
         listening: None,
         listener: None,
     };
@@ -585,7 +549,9 @@ async fn attempts(
                     // Grants short of a quorum (a split among waiters, or a failed attempt's
                     // cleanup on a minority) go back before an ordinary attempt; the waiter
                     // registers again, first in line.
-                    if d.listener.as_ref().is_some_and(|l| l.granted() != 0) {
+                    if d.grants
+                        .before_attempt(d.listener.as_ref().map_or(0, Listener::granted))
+                    {
                         d.register_again(now, &mut random);
                     }
                     d.line.attempt(now, d.listener.is_some(), named);
@@ -600,7 +566,7 @@ async fn attempts(
                     if let Some(notifier) = &inner.notifier {
                         let marks = d.join_lines(notifier, now, &mut random);
                         let (keys, q) = (d.keys.clone(), inner.quorum());
-                        let registration = d.reg.as_ref().map(|r| r.number);
+                        let registration = d.grants.current().map(|r| r.number);
                         let id = d.waiter.clone();
                         if id.is_some() {
                             d.line.join(now);
@@ -618,7 +584,7 @@ async fn attempts(
                 }
                 Output::Done(Ok(grant)) => {
                     tracing::debug!(attempt = grant.attempts, "acquired");
-                    d.won_reg = d.reg.as_ref().is_some_and(|r| r.value == grant.value);
+                    d.grants.won_with(&grant.value);
                     // Notices heard during the winning attempt were answered by it: the
                     // client's next waiter must not be handed them.
                     if let Some(l) = &d.listener {
@@ -713,7 +679,7 @@ async fn attempts(
                 d.listening = None;
                 if l.is_none() {
                     // No subscription, so no marks were sent: nothing is registered.
-                    d.reg = None;
+                    d.grants.forget();
                 }
                 d.listener = l;
                 if vacant {

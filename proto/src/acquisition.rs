@@ -511,6 +511,12 @@ impl Acquisition {
         if granted < quorum(n) || self.opts.get_fenced() {
             return Granted::NotNow;
         }
+        #[cfg(feature = "mutants")]
+        let registered_us = if self.mutant == crate::mutant::Mutant::GrantFromNow {
+            now_us
+        } else {
+            registered_us
+        };
         let elapsed = Duration::from_micros(now_us.saturating_sub(registered_us));
         let v = validity_us(self.ttl, elapsed, self.drift);
         if v <= 0 || v < self.min_validity_us {

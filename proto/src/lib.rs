@@ -9,7 +9,8 @@
 //! This crate holds what is already free of I/O: the options and their checks
 //! ([`config`]), the error model ([`error`], [`report`]), the quorum arithmetic and the
 //! verdicts of a round ([`quorum`]), the acquisition's state machine ([`acquisition`]), a
-//! waiter's place in its keys' lines ([`line`](mod@line)), lock values ([`value`]) and the Lua scripts
+//! waiter's place in its keys' lines ([`line`](mod@line)) and its registrations for grants
+//! ([`grants`]), lock values ([`value`]) and the Lua scripts
 //! ([`scripts`]). It builds for `wasm32-unknown-unknown`.
 //!
 //! The cargo feature `mutants` (off by default, enabled only by the simulator
@@ -24,6 +25,7 @@ pub mod config;
 pub mod error;
 pub mod extend;
 pub mod fencing;
+pub mod grants;
 pub mod hold;
 pub mod line;
 #[cfg(feature = "mutants")]

@@ -31,17 +31,23 @@ pub enum Mutant {
     NoCleanup,
     /// Fencing without phase 2: phase 1's tokens accepted without a quorum holding them.
     NoPhase2,
+    /// A grant's validity counted from the grant, not from the registering marks.
+    GrantFromNow,
+    /// Grant notices of a registration given back since counted for the current one.
+    StaleGrants,
 }
 
 impl Mutant {
     /// Every mutant (not `None`).
-    pub const ALL: [Mutant; 6] = [
+    pub const ALL: [Mutant; 8] = [
         Mutant::QuorumHalf,
         Mutant::NoElapsed,
         Mutant::NoDrift,
         Mutant::ExtendSet,
         Mutant::NoCleanup,
         Mutant::NoPhase2,
+        Mutant::GrantFromNow,
+        Mutant::StaleGrants,
     ];
 
     /// A short name for tables.
@@ -54,6 +60,8 @@ impl Mutant {
             Mutant::ExtendSet => "mutant: extend re-creates keys (SET)",
             Mutant::NoCleanup => "mutant: no cleanup after a failed attempt",
             Mutant::NoPhase2 => "mutant: fencing without phase 2",
+            Mutant::GrantFromNow => "mutant: grant validity from the grant",
+            Mutant::StaleGrants => "mutant: stale grants counted",
         }
     }
 
