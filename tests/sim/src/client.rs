@@ -10,8 +10,9 @@
 //! * a failed attempt's cleanup (`Output::Clean`) sends RELEASE to the nodes it names and
 //!   calls `handle_cleaned` once each answered or `node_timeout` passed, as core waits for
 //!   its cleanup round; the next attempt waits for it;
-//! * `Output::Listen` is ignored: the simulation has no release notices, so a waiting call
-//!   is never woken early and always waits its full retry delay;
+//! * `Output::Listen` starts the call's wait in its keys' lines ([`crate::waiting`]): release
+//!   notices wake it, and releases grant it the key when it registered (scenarios with
+//!   `notify`; without it, a waiting call always waits its full retry delay);
 //! * its clock is the client's clock (`World::mono`), its randomness the world's seeded
 //!   generator ([`crate::rng`]);
 //! * at the end of the run a call still waiting between attempts is cancelled.
@@ -34,7 +35,10 @@ use crate::clock::Clock;
 use crate::event::Tag;
 use crate::mutant::{HolderMutant, Mutant};
 use crate::node::{Cmd, Reply};
+use crate::waiting::Waiting;
 use crate::world::World;
+use quorumlock_proto::grants::Grants;
+use quorumlock_proto::line::Line;
 
 const MS: i64 = 1_000;
 
@@ -42,15 +46,17 @@ const MS: i64 = 1_000;
 #[derive(Debug)]
 pub(crate) struct Call {
     /// The client's call number (tags its messages).
-    id: u32,
+    pub(crate) id: u32,
     resources: Vec<usize>,
     /// The lock keys, and the lock keys followed by their counters (fenced requests).
-    keys: Vec<String>,
+    pub(crate) keys: Vec<String>,
     fence_keys: Vec<String>,
-    m: Acquisition,
+    pub(crate) m: Acquisition,
     /// The cleanup in progress: the nodes that have not answered yet, and when it ends
     /// anyway (client µs).
-    cleaning: Option<(Vec<usize>, u64)>,
+    pub(crate) cleaning: Option<(Vec<usize>, u64)>,
+    /// The call as a waiter in its keys' lines.
+    pub(crate) w: Waiting,
 }
 
 /// An extend round in progress: its replies (acquisitions count theirs in the machine).
@@ -244,6 +250,7 @@ impl World {
                 if call.m.poll_timeout().is_some_and(|at| now >= at) {
                     call.m.handle_timeout(now);
                 }
+                self.listened(&mut call, now);
                 self.drive(c, call);
             }
             Phase::Holding(h) => self.hold_tick(c, h),
@@ -263,7 +270,8 @@ impl World {
             Tag::Raise { call, round } => self.on_answer(c, node, (call, round), true, reply),
             Tag::Clean { call } => self.on_cleaned(c, node, call),
             Tag::Extend { round } => self.on_extend_reply(c, node, round, reply),
-            Tag::Release => {}
+            Tag::Listen { call } => self.on_listen_reply(c, node, call, reply),
+            Tag::Release | Tag::Line => {}
         }
     }
 
@@ -315,8 +323,12 @@ impl World {
     }
 
     /// Drives the acquisition of client `c` after an event changed it.
-    fn resume(&mut self, c: usize) {
-        if let Phase::Acquiring(call) = std::mem::replace(&mut self.clients[c].phase, Phase::Done) {
+    pub(crate) fn resume(&mut self, c: usize) {
+        if let Phase::Acquiring(mut call) =
+            std::mem::replace(&mut self.clients[c].phase, Phase::Done)
+        {
+            let now = self.mono(c);
+            self.listened(&mut call, now);
             self.drive(c, call);
         }
     }
@@ -342,6 +354,7 @@ impl World {
             .into_iter()
             .map(|k| String::from_utf8_lossy(&k).into_owned())
             .collect();
+        let line = Line::new(m.options(), m.node_timeout(), keys.len(), self.nodes.len());
         let call = Call {
             id: self.clients[c].calls,
             resources,
@@ -349,6 +362,7 @@ impl World {
             fence_keys,
             m,
             cleaning: None,
+            w: Waiting::new(line, Grants::new().with_mutant(self.mutant)),
         };
         self.drive(c, Box::new(call));
     }
@@ -358,6 +372,7 @@ impl World {
     fn drive(&mut self, c: usize, mut call: Box<Call>) {
         loop {
             let now = self.mono(c);
+            self.heard(c, &mut call, now);
             let Some(out) = call.m.poll_output(now, &mut self.rng) else {
                 break;
             };
@@ -365,12 +380,15 @@ impl World {
                 Output::Attempt { number } => {
                     let resources = &call.resources;
                     self.note(|| format!("client {c} attempt {number} on {resources:?}"));
+                    self.attempt(c, &mut call, now);
                 }
                 Output::Send {
                     round,
                     node,
                     request,
                 } => {
+                    let raise = matches!(request, Request::Raise { .. });
+                    self.attempt_marks(c, &mut call, node, raise);
                     let (tag, cmd) = self.request(&call, round, request);
                     self.send(c, node, tag, cmd);
                 }
@@ -381,21 +399,28 @@ impl World {
                     );
                     call.cleaning = Some((nodes, end));
                 }
-                // No release notices in the simulation: nothing to listen to.
-                Output::Listen => {}
-                Output::Done(Ok(grant)) => return self.granted(c, &call, grant),
+                Output::Listen => self.listen(c, &mut call, now),
+                Output::Done(Ok(grant)) => {
+                    call.w.grants.won_with(&grant.value);
+                    self.leave_lines(c, &mut call, true);
+                    return self.granted(c, &call, grant);
+                }
                 Output::Done(Err(e)) => {
                     self.note(|| format!("client {c} call failed: {e}"));
+                    self.leave_lines(c, &mut call, false);
                     return self.go_idle(c);
                 }
             }
         }
+        let now = self.mono(c);
+        self.requeue(c, &mut call, now);
         // The caller gives up at the end of the run: a call waiting between attempts is
         // cancelled. Its outputs are all acted on by now (a failed attempt's cleanup is sent,
         // only not awaited); what cancelling leaves to clean are the nodes of its last attempt
         // that had not answered yet when it was decided. Without release notices, wanting one
         // means exactly that the call waits for its next attempt.
         if self.q.now() >= self.stop_at && call.m.wants_release_notice() {
+            self.leave_lines(c, &mut call, false);
             let cancelled = call.m.cancel();
             self.note(|| format!("client {c} gives up: the run is over"));
             if let Some((nodes, value)) = cancelled.clean {
@@ -404,7 +429,13 @@ impl World {
             return;
         }
         let cleanup = call.cleaning.as_ref().map(|(_, end)| *end);
-        let wake = call.m.poll_timeout().into_iter().chain(cleanup).min();
+        let wake = call
+            .m
+            .poll_timeout()
+            .into_iter()
+            .chain(cleanup)
+            .chain(call.w.deadline())
+            .min();
         self.clients[c].phase = Phase::Acquiring(call);
         if let Some(at) = wake {
             self.timer_local(c, signed(at));
@@ -525,19 +556,32 @@ impl World {
         self.note(|| format!("client {c} cleans {nodes:?}"));
         for &node in nodes {
             let tag = Tag::Clean { call: call.id };
-            self.send_release(c, node, tag, &call.keys, value);
+            self.send_release(c, node, tag, &call.keys, value, false);
         }
     }
 
-    fn send_release(&mut self, c: usize, node: usize, tag: Tag, keys: &[String], value: &str) {
+    /// RELEASE of `value` on `keys` at `node`; with `notify`, in the engine's mode for
+    /// waiters' lines (a failed attempt's cleanup tells nobody).
+    fn send_release(
+        &mut self,
+        c: usize,
+        node: usize,
+        tag: Tag,
+        keys: &[String],
+        value: &str,
+        notify: bool,
+    ) {
+        let notify = notify && self.sc.notify;
         let cmd = match keys {
             [k] => Cmd::ReleaseOne {
                 key: k.clone(),
                 value: value.to_owned(),
+                notify,
             },
             _ => Cmd::Release {
                 keys: keys.to_vec(),
                 value: value.to_owned(),
+                notify,
             },
         };
         self.send(c, node, tag, cmd);
@@ -665,7 +709,7 @@ impl World {
         }
         let keys: Vec<String> = h.resources.iter().map(|r| key(*r)).collect();
         for node in 0..self.nodes.len() {
-            self.send_release(c, node, Tag::Release, &keys, &h.value);
+            self.send_release(c, node, Tag::Release, &keys, &h.value, true);
         }
         self.go_idle(c);
     }

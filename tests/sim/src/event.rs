@@ -38,6 +38,14 @@ pub enum Tag {
     },
     /// The holder's release: nobody waits for the reply.
     Release,
+    /// A waiter's vacancy check (`EXISTS`, after its subscription and first marks) in call
+    /// `call`.
+    Listen {
+        /// The client's call.
+        call: u32,
+    },
+    /// A waiter's marks, unmarks, leaves and subscriptions: nobody waits for the reply.
+    Line,
 }
 
 /// What happens at an instant.
@@ -64,6 +72,18 @@ pub enum Event {
         tag: Tag,
         /// The reply.
         reply: Reply,
+    },
+    /// A message `node` published on `channel` reaches `client`, subscribed to it (over its
+    /// pub/sub connection, a link direction of its own).
+    Notice {
+        /// Target client.
+        client: usize,
+        /// Publishing node.
+        node: usize,
+        /// The channel.
+        channel: String,
+        /// The message.
+        message: String,
     },
     /// A client timer; stale when `epoch` is not the client's current one.
     Timer {

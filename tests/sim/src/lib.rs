@@ -16,12 +16,14 @@ pub mod checker;
 pub mod client;
 pub mod clock;
 pub mod event;
+pub mod lines;
 pub mod link;
 pub mod mutant;
 pub mod node;
 pub mod rng;
 pub mod runner;
 pub mod scenario;
+pub mod waiting;
 pub mod world;
 
 pub use mutant::Mutant;

@@ -24,7 +24,7 @@ pub struct LinkSpec {
 #[derive(Clone, Debug)]
 pub struct Link {
     spec: LinkSpec,
-    last: [i64; 2],
+    last: [i64; 3],
 }
 
 /// Direction of a message.
@@ -34,12 +34,14 @@ pub enum Dir {
     Request = 0,
     /// Node to client.
     Reply = 1,
+    /// Node to client on the client's pub/sub connection (published messages).
+    Notice = 2,
 }
 
 impl Link {
     /// A link with `spec`.
     pub fn new(spec: LinkSpec) -> Self {
-        Self { spec, last: [0; 2] }
+        Self { spec, last: [0; 3] }
     }
 
     /// When a message sent at `now` in direction `dir` arrives, or `None` if it is lost.

@@ -1,10 +1,12 @@
 //! A simulated Redis node: exactly the commands the protocol sends (`SET NX PX` and the Lua
 //! scripts of `proto/src/lua/`, re-implemented in Rust), with key expiry on the node's own
-//! clock, and crash/restart with or without persistence.
+//! clock, and crash/restart with or without persistence. Waiters' flags, lines and
+//! registrations, and what releases publish, are in [`crate::lines`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::clock::Clock;
+use crate::lines::{Hash, Line};
 
 /// Unix time of the node clock's zero, in µs (FENCED-ACQUIRE's `TIME`).
 pub const EPOCH_US: i64 = 1_700_000_000_000_000;
@@ -76,19 +78,68 @@ pub enum Cmd {
         /// Per lock: its keys, its value and its new TTL in ms.
         locks: Vec<(Vec<String>, String, u64)>,
     },
-    /// RELEASE (`release.lua`), notify off.
+    /// RELEASE (`release.lua`): notification mode "2" (waiters' lines) with `notify`, else
+    /// "0".
     Release {
         /// Lock keys.
         keys: Vec<String>,
         /// Value.
         value: String,
+        /// Tell the first waiter in each deleted key's line (mode "2").
+        notify: bool,
     },
-    /// RELEASE-ONE (`release_one.lua`), notify off.
+    /// RELEASE-ONE (`release_one.lua`), mode "2" with `notify`, else "0".
     ReleaseOne {
         /// Lock key.
         key: String,
         /// Value.
         value: String,
+        /// Tell the first waiter in the key's line (mode "2").
+        notify: bool,
+    },
+    /// MARK (`mark.lua`) of one key: waiter `id` marks the key's flag and stands in its line;
+    /// with `reg` (`<lock ttl ms>:<n>:<value>`) it registers for grants.
+    Mark {
+        /// Lock key.
+        key: String,
+        /// Waiter id (`<client>.<n>`).
+        id: String,
+        /// Flag and line ttl in ms.
+        ttl_ms: u64,
+        /// First in line.
+        front: bool,
+        /// The registration, if any.
+        reg: Option<String>,
+    },
+    /// UNMARK: `ZREM <key>:q id`.
+    Unmark {
+        /// Lock key.
+        key: String,
+        /// Waiter id.
+        id: String,
+    },
+    /// LEAVE (`leave.lua`): out of the line, registration dropped; with a non-empty `value`,
+    /// a key holding it is deleted and handed on.
+    Leave {
+        /// Lock key.
+        key: String,
+        /// Waiter id.
+        id: String,
+        /// The registered value, or "".
+        value: String,
+    },
+    /// `EXISTS keys...` (a waiter's vacancy check).
+    Exists {
+        /// Lock keys.
+        keys: Vec<String>,
+    },
+    /// `SUBSCRIBE channels...` on the client's pub/sub connection: the node publishes to it
+    /// until the connection drops (a crash). Replies `OK`.
+    Subscribe {
+        /// Channels.
+        channels: Vec<String>,
+        /// The subscribing client (the connection).
+        client: usize,
     },
     /// `GET key`.
     Get {
@@ -134,8 +185,16 @@ pub struct Node {
     /// Whether data survives a restart (`appendonly yes`, `appendfsync always`).
     pub persistent: bool,
     data: BTreeMap<String, Entry>,
+    /// Sorted sets (waiters' lines), by key.
+    pub(crate) lines: BTreeMap<String, Line>,
+    /// Hashes (waiters' registrations), by key.
+    pub(crate) hashes: BTreeMap<String, Hash>,
+    /// Subscriptions: (channel, client).
+    pub(crate) subs: BTreeSet<(String, usize)>,
+    /// What the last command published: (channel, message).
+    pub(crate) published: Vec<(String, String)>,
     /// The clock reading of the command being run (one instant per command, as in Redis).
-    now: i64,
+    pub(crate) now: i64,
 }
 
 impl Node {
@@ -146,6 +205,10 @@ impl Node {
             up: true,
             persistent,
             data: BTreeMap::new(),
+            lines: BTreeMap::new(),
+            hashes: BTreeMap::new(),
+            subs: BTreeSet::new(),
+            published: Vec::new(),
             now: 0,
         }
     }
@@ -153,6 +216,7 @@ impl Node {
     /// Crashes the node.
     pub fn crash(&mut self) {
         self.up = false;
+        self.subs.clear();
     }
 
     /// Restarts it: without persistence, every key is gone.
@@ -160,12 +224,15 @@ impl Node {
         self.up = true;
         if !self.persistent {
             self.data.clear();
+            self.lines.clear();
+            self.hashes.clear();
         }
     }
 
     /// Runs `cmd` at true time `t` (atomically, as Redis runs a command or a script).
     pub fn exec(&mut self, t: i64, cmd: &Cmd) -> Reply {
         self.now = self.clock.local(t);
+        self.published.clear();
         match cmd {
             Cmd::SetNx { key, value, ttl_ms } => {
                 if self.get(key).is_some() {
@@ -226,13 +293,25 @@ impl Node {
                     )
                     .collect(),
             ),
-            Cmd::Release { keys, value } => {
+            Cmd::Release {
+                keys,
+                value,
+                notify,
+            } => {
+                // Every key (and flag) is read before any is deleted.
+                let read: Vec<(Option<String>, bool)> = keys
+                    .iter()
+                    .map(|k| (self.get(k).map(str::to_owned), *notify && self.flagged(k)))
+                    .collect();
                 let (mut deleted, mut other) = (0, 0);
-                for k in keys {
-                    match self.get(k) {
-                        Some(v) if v == value => {
+                for (k, (v, waited)) in keys.iter().zip(read) {
+                    match v {
+                        Some(v) if v == *value => {
                             self.data.remove(k);
                             deleted += 1;
+                            if waited {
+                                self.wake(k);
+                            }
                         }
                         Some(_) => other += 1,
                         None => {}
@@ -240,14 +319,42 @@ impl Node {
                 }
                 Reply::Ints(vec![deleted, other])
             }
-            Cmd::ReleaseOne { key, value } => match self.get(key) {
-                Some(v) if v == value => {
-                    self.data.remove(key);
-                    Reply::Int(1)
+            Cmd::ReleaseOne { key, value, notify } => {
+                let waited = *notify && self.flagged(key);
+                match self.get(key) {
+                    Some(v) if v == value => {
+                        self.data.remove(key);
+                        if waited {
+                            self.wake(key);
+                        }
+                        Reply::Int(1)
+                    }
+                    Some(_) => Reply::Int(-1),
+                    None => Reply::Int(0),
                 }
-                Some(_) => Reply::Int(-1),
-                None => Reply::Int(0),
-            },
+            }
+            Cmd::Mark {
+                key,
+                id,
+                ttl_ms,
+                front,
+                reg,
+            } => self.mark(key, id, *ttl_ms, *front, reg.as_deref()),
+            Cmd::Unmark { key, id } => {
+                let removed = self.line(key).is_some_and(|l| l.remove(id));
+                Reply::Int(i64::from(removed))
+            }
+            Cmd::Leave { key, id, value } => self.leave(key, id, value),
+            Cmd::Exists { keys } => {
+                let n = keys.iter().filter(|k| self.get(k).is_some()).count();
+                Reply::Int(i64::try_from(n).unwrap_or(i64::MAX))
+            }
+            Cmd::Subscribe { channels, client } => {
+                for ch in channels {
+                    self.subs.insert((ch.clone(), *client));
+                }
+                Reply::Ok
+            }
             Cmd::Get { key } => self
                 .get(key)
                 .map_or(Reply::Nil, |v| Reply::Bulk(v.to_owned())),
@@ -256,7 +363,7 @@ impl Node {
     }
 
     /// The live value of `key` (expired keys are removed lazily, as Redis does on access).
-    fn get(&mut self, key: &str) -> Option<&str> {
+    pub(crate) fn get(&mut self, key: &str) -> Option<&str> {
         let now = self.now;
         if self
             .data
@@ -268,7 +375,12 @@ impl Node {
         self.data.get(key).map(|e| e.value.as_str())
     }
 
-    fn set(&mut self, key: &str, value: &str, ttl_ms: Option<u64>) {
+    /// `DEL key`.
+    pub(crate) fn del(&mut self, key: &str) {
+        self.data.remove(key);
+    }
+
+    pub(crate) fn set(&mut self, key: &str, value: &str, ttl_ms: Option<u64>) {
         let expires_at = ttl_ms.map(|ms| self.now + i64::try_from(ms).unwrap_or(i64::MAX) * 1000);
         self.data.insert(
             key.to_owned(),
@@ -280,7 +392,7 @@ impl Node {
     }
 
     /// `PTTL`: -2 absent, -1 no expiry, else the ms left.
-    fn pttl(&mut self, key: &str) -> i64 {
+    pub(crate) fn pttl(&mut self, key: &str) -> i64 {
         if self.get(key).is_none() {
             return -2;
         }
@@ -355,13 +467,18 @@ impl Node {
         Reply::Int(1)
     }
 
-    /// Lock keys (not counters) alive now at true time `t`, with their values.
+    /// What the last command published: (channel, message).
+    pub fn published(&self) -> &[(String, String)] {
+        &self.published
+    }
+
+    /// Lock keys (not counters or waiter flags) alive now at true time `t`, with their values.
     pub fn live_lock_keys(&mut self, t: i64) -> Vec<(String, String)> {
         self.now = self.clock.local(t);
         let keys: Vec<String> = self
             .data
             .keys()
-            .filter(|k| !k.ends_with(":fence"))
+            .filter(|k| !k.ends_with(":fence") && !k.ends_with(":w"))
             .cloned()
             .collect();
         keys.into_iter()
@@ -404,6 +521,7 @@ mod tests {
         let rel = |v: &str| Cmd::ReleaseOne {
             key: s("k"),
             value: s(v),
+            notify: false,
         };
         assert_eq!(n.exec(200_000, &rel("a")), Reply::Int(-1));
         assert_eq!(n.exec(200_000, &rel("b")), Reply::Int(1));

@@ -14,6 +14,8 @@ pub struct Batch {
     pub events: u64,
     /// Locks granted.
     pub grants: u64,
+    /// Of those, the locks won by releases' grants.
+    pub by_grants: u64,
     /// The first failing seed and its violation, if any.
     pub failure: Option<(u64, String)>,
 }
@@ -27,6 +29,7 @@ pub fn batch(scenario: &Scenario, mutant: Mutant, first: u64, count: u64) -> Bat
         b.runs += 1;
         b.events += out.events;
         b.grants += out.grants as u64;
+        b.by_grants += out.by_grants;
         if let Some(v) = out.violation {
             b.failure = Some((seed, format!("{}: {}", v.kind, v.detail)));
             break;

@@ -52,6 +52,9 @@ pub struct Scenario {
     pub leak_audit: bool,
     /// Simulated time during which clients start calls (ms).
     pub duration_ms: i64,
+    /// Release notification as the engine's default (waiters' lines and grants): waiting
+    /// calls listen, releases wake and grant. Off: waiting calls poll.
+    pub notify: bool,
 }
 
 /// LAN-like links: 0.1–2 ms, 2% slow up to 15 ms, no loss.
@@ -89,6 +92,7 @@ impl Scenario {
             ignore_validity: false,
             leak_audit: false,
             duration_ms: 1_500,
+            notify: true,
         }
     }
 
@@ -208,6 +212,24 @@ impl Scenario {
                 resources: 1,
                 clients: 4,
                 link: LinkSpec { loss: 0.1, ..LAN },
+                ..Self::base("")
+            },
+            // Grants won after long waits: one resource, many clients, short retry delays.
+            Mutant::GrantFromNow => Scenario {
+                resources: 1,
+                clients: 5,
+                hold_ms: (100, 600),
+                ..Self::base("")
+            },
+            // Grants split among waiters and given back while old grants are on their way.
+            Mutant::StaleGrants => Scenario {
+                resources: 1,
+                clients: 5,
+                link: LinkSpec {
+                    slow_p: 0.1,
+                    slow_us: 30_000,
+                    ..LAN
+                },
                 ..Self::base("")
             },
             Mutant::QuorumHalf | Mutant::None => Self::base(""),

@@ -26,6 +26,8 @@ pub struct Outcome {
     pub events: u64,
     /// Locks granted.
     pub grants: usize,
+    /// Of those, the locks won by releases' grants (no attempt of their own).
+    pub by_grants: u64,
     /// The trace, when asked for: true time (µs) and what happened.
     pub trace: Vec<(i64, String)>,
 }
@@ -47,6 +49,8 @@ pub struct World {
     pub(crate) checker: Checker,
     pub(crate) trace: Option<Vec<(i64, String)>>,
     pub(crate) stop_at: i64,
+    /// Calls won by grants.
+    pub(crate) by_grants: u64,
 }
 
 /// Runs `scenario` under `mutant` with `seed`; records a trace when `trace` is set.
@@ -69,6 +73,7 @@ pub fn run(scenario: &Scenario, mutant: Mutant, seed: u64, trace: bool) -> Outco
         violation,
         events,
         grants: w.checker.windows.len(),
+        by_grants: w.by_grants,
         trace: w.trace.take().unwrap_or_default(),
     }
 }
@@ -125,6 +130,7 @@ impl World {
             checker: Checker::default(),
             trace: trace.then(Vec::new),
             stop_at,
+            by_grants: 0,
         };
         w.schedule_faults();
         for c in 0..sc.clients {
@@ -183,7 +189,9 @@ impl World {
     fn dispatch(&mut self, e: Event) {
         // A paused client handles nothing until its pause ends.
         let client = match &e {
-            Event::ToClient { client, .. } | Event::Timer { client, .. } => Some(*client),
+            Event::ToClient { client, .. }
+            | Event::Timer { client, .. }
+            | Event::Notice { client, .. } => Some(*client),
             _ => None,
         };
         if let Some(c) = client
@@ -206,6 +214,12 @@ impl World {
                 tag,
                 reply,
             } => self.on_reply(client, node, tag, &reply),
+            Event::Notice {
+                client,
+                node,
+                channel,
+                message,
+            } => self.on_notice(client, node, &channel, &message),
             Event::Timer { client, epoch } => {
                 if self.clients[client].epoch == epoch {
                     self.clients[client].timer_at = None;
@@ -242,6 +256,7 @@ impl World {
         let now = self.q.now();
         let reply = self.nodes[node].exec(now, cmd);
         self.note(|| format!("node {node} runs {cmd:?} from client {client} -> {reply:?}"));
+        self.publish(node);
         if let Some(at) = self.links[client][node].arrival(&mut self.rng, now, Dir::Reply) {
             self.q.push(
                 at,
@@ -252,6 +267,37 @@ impl World {
                     reply,
                 },
             );
+        }
+    }
+
+    /// Delivers what `node`'s last command published to the clients subscribed to each
+    /// channel, over their pub/sub connections.
+    fn publish(&mut self, node: usize) {
+        let published = std::mem::take(&mut self.nodes[node].published);
+        for (channel, message) in published {
+            self.note(|| format!("node {node} publishes {message:?} on {channel}"));
+            let to: Vec<usize> = self.nodes[node]
+                .subs
+                .iter()
+                .filter(|(ch, _)| *ch == channel)
+                .map(|(_, c)| *c)
+                .collect();
+            let now = self.q.now();
+            for client in to {
+                if let Some(at) = self.links[client][node].arrival(&mut self.rng, now, Dir::Notice)
+                {
+                    let (channel, message) = (channel.clone(), message.clone());
+                    self.q.push(
+                        at,
+                        Event::Notice {
+                            client,
+                            node,
+                            channel,
+                            message,
+                        },
+                    );
+                }
+            }
         }
     }
 

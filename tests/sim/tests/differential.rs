@@ -155,15 +155,79 @@ fn wire(cmd: &Cmd) -> Vec<String> {
                 .collect();
             eval(scripts::EXTEND_BATCH, &keys, &args)
         }
-        Cmd::Release { keys, value } => eval(scripts::RELEASE, keys, &[value.clone(), s("0")]),
-        Cmd::ReleaseOne { key, value } => eval(
+        Cmd::Release {
+            keys,
+            value,
+            notify: false,
+        } => eval(scripts::RELEASE, keys, &[value.clone(), s("0")]),
+        Cmd::Release {
+            keys,
+            value,
+            notify: true,
+        } => {
+            let all: Vec<String> = ["", ":w", ":q", ":g"]
+                .iter()
+                .flat_map(|end| keys.iter().map(move |k| format!("{k}{end}")))
+                .collect();
+            eval(scripts::RELEASE, &all, &[value.clone(), s("2")])
+        }
+        Cmd::ReleaseOne {
+            key,
+            value,
+            notify: false,
+        } => eval(
             scripts::RELEASE_ONE,
             std::slice::from_ref(key),
             &[value.clone(), s("0")],
         ),
+        Cmd::ReleaseOne {
+            key,
+            value,
+            notify: true,
+        } => eval(
+            scripts::RELEASE_ONE,
+            &waiters(key, true),
+            &[value.clone(), s("2")],
+        ),
+        Cmd::Mark {
+            key,
+            id,
+            ttl_ms,
+            front,
+            reg,
+        } => {
+            let mut keys = waiters(key, false);
+            let mut args = vec![
+                id.clone(),
+                ttl_ms.to_string(),
+                s(if *front { "1" } else { "0" }),
+            ];
+            if let Some(reg) = reg {
+                keys.push(format!("{key}:g"));
+                args.push(reg.clone());
+            }
+            eval(scripts::MARK, &keys[1..], &args)
+        }
+        Cmd::Unmark { key, id } => vec![s("ZREM"), format!("{key}:q"), id.clone()],
+        Cmd::Leave { key, id, value } => eval(
+            scripts::LEAVE,
+            &[key.clone(), format!("{key}:q"), format!("{key}:g")],
+            &[id.clone(), value.clone()],
+        ),
+        Cmd::Exists { keys } => [vec![s("EXISTS")], keys.clone()].concat(),
+        Cmd::Subscribe { .. } => panic!("the simulator's subscription, not a command"),
         Cmd::Get { key } => vec![s("GET"), key.clone()],
         Cmd::Pttl { key } => vec![s("PTTL"), key.clone()],
     }
+}
+
+/// A lock key, its waiter flag and its line; with `regs`, its registrations too.
+fn waiters(key: &str, regs: bool) -> Vec<String> {
+    let mut v = vec![key.to_owned(), format!("{key}:w"), format!("{key}:q")];
+    if regs {
+        v.push(format!("{key}:g"));
+    }
+    v
 }
 
 /// One step: wait `sleep_ms`, then run `cmd` (or just `SET` a counter when `preset`).
@@ -223,14 +287,17 @@ fn sequence() -> Vec<Step> {
         Run(Cmd::ReleaseOne {
             key: k.clone(),
             value: b.clone(),
+            notify: false,
         }),
         Run(Cmd::ReleaseOne {
             key: k.clone(),
             value: a.clone(),
+            notify: false,
         }),
         Run(Cmd::ReleaseOne {
             key: k.clone(),
             value: a.clone(),
+            notify: false,
         }),
         Run(Cmd::Extend {
             keys: vec![k],
@@ -250,6 +317,7 @@ fn sequence() -> Vec<Step> {
         Run(Cmd::Release {
             keys: ks.clone(),
             value: b.clone(),
+            notify: false,
         }),
         Sleep(250),
         // Expired: gone on both.
@@ -268,10 +336,12 @@ fn sequence() -> Vec<Step> {
         Run(Cmd::Release {
             keys: ks.clone(),
             value: b.clone(),
+            notify: false,
         }),
         Run(Cmd::Release {
             keys: ks.clone(),
             value: b.clone(),
+            notify: false,
         }),
         Preset(fk[1].clone(), s("5000000000000000")),
         Run(Cmd::FencedAcquire {
@@ -347,6 +417,106 @@ fn sequence() -> Vec<Step> {
     ]
 }
 
+/// Waiters' lines and grants (MARK, UNMARK, LEAVE, RELEASE in mode "2", `EXISTS`): the
+/// replies, the keys granted, and what each step publishes.
+fn waiter_sequence() -> Vec<Step> {
+    use Step::*;
+    let s = |x: &str| x.to_owned();
+    let (a, v, w) = (s(&"a".repeat(40)), s(&"v".repeat(40)), s(&"w".repeat(40)));
+    let k = s("ql:{n0}");
+    let ms = vec![s("ql:{m0}"), s("ql:{m1}")];
+    let set = |key: &str, value: &str| Cmd::SetNx {
+        key: key.to_owned(),
+        value: value.to_owned(),
+        ttl_ms: 5_000,
+    };
+    let mark = |id: &str, front: bool, reg: Option<String>| Cmd::Mark {
+        key: s("ql:{n0}"),
+        id: id.to_owned(),
+        ttl_ms: 1_000,
+        front,
+        reg,
+    };
+    let release = |value: &str| Cmd::ReleaseOne {
+        key: s("ql:{n0}"),
+        value: value.to_owned(),
+        notify: true,
+    };
+    let leave = |id: &str, value: &str| Cmd::Leave {
+        key: s("ql:{n0}"),
+        id: id.to_owned(),
+        value: value.to_owned(),
+    };
+    vec![
+        Run(set(&k, &a)),
+        // A release with no flag publishes nothing.
+        Run(release(&a)),
+        Run(set(&k, &a)),
+        Run(mark("c0.1", false, Some(format!("1000:1:{v}")))),
+        Run(mark("c1.1", false, None)),
+        Run(mark("c2.1", true, None)),
+        Run(mark("c2.1", true, None)),
+        Run(mark("c1.1", false, None)),
+        Run(Cmd::Exists {
+            keys: vec![k.clone(), ms[0].clone()],
+        }),
+        // Pops c2.1 (first), which registered nothing.
+        Run(release(&a)),
+        Run(set(&k, &a)),
+        // Pops c0.1 and grants it the key until its mark's time plus 1 s.
+        Run(release(&a)),
+        Run(Cmd::Get { key: k.clone() }),
+        Run(Cmd::Pttl { key: k.clone() }),
+        // Gives the grant back: the key goes to nobody (c1.1 registered nothing), c1.1 named.
+        Run(leave("c0.1", &v)),
+        Run(leave("c0.1", &v)),
+        Run(Cmd::Get { key: k.clone() }),
+        // Nobody in line, the flag still up: the plain channel.
+        Run(set(&k, &a)),
+        Run(release(&a)),
+        Run(mark("c3.1", false, None)),
+        Run(Cmd::Unmark {
+            key: k.clone(),
+            id: s("c3.1"),
+        }),
+        Run(Cmd::Unmark {
+            key: k.clone(),
+            id: s("c3.1"),
+        }),
+        // A registration whose ttl has passed is popped and named, not granted.
+        Run(mark("c4.1", false, Some(format!("100:2:{w}")))),
+        Run(set(&k, &a)),
+        Sleep(150),
+        Run(release(&a)),
+        Run(Cmd::Get { key: k.clone() }),
+        // A winner's LEAVE (no value) keeps the key, which is its lock.
+        Run(mark("c5.1", false, Some(format!("5000:3:{w}")))),
+        Run(set(&k, &a)),
+        Run(release(&a)),
+        Run(leave("c5.1", "")),
+        Run(Cmd::Get { key: k.clone() }),
+        // A set: only the key with a flag tells its line.
+        Run(Cmd::AcquireMulti {
+            keys: ms.clone(),
+            value: a.clone(),
+            ttl_ms: 5_000,
+        }),
+        Run(Cmd::Mark {
+            key: ms[0].clone(),
+            id: s("c6.1"),
+            ttl_ms: 1_000,
+            front: false,
+            reg: None,
+        }),
+        Run(Cmd::Release {
+            keys: ms.clone(),
+            value: a,
+            notify: true,
+        }),
+        Run(Cmd::Exists { keys: ms }),
+    ]
+}
+
 /// PTTL readings race the wall clock: equal within 30 ms.
 fn same(cmd: &Cmd, sim: &Reply, real: &Reply) -> bool {
     match (cmd, sim, real) {
@@ -357,16 +527,55 @@ fn same(cmd: &Cmd, sim: &Reply, real: &Reply) -> bool {
     }
 }
 
-#[test]
-#[ignore = "needs redis-server; run with --ignored"]
-fn simulated_node_matches_redis_server() {
-    let server = start();
-    let stream = TcpStream::connect(("127.0.0.1", server.port)).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .expect("timeout");
-    let mut writer = stream.try_clone().expect("clone");
-    let mut reader = BufReader::new(stream);
+/// One bulk string of a RESP reply.
+fn read_bulk(r: &mut BufReader<TcpStream>) -> std::io::Result<String> {
+    let mut line = String::new();
+    r.read_line(&mut line)?;
+    let len: usize = line
+        .trim_end()
+        .strip_prefix('$')
+        .and_then(|n| n.parse().ok())
+        .expect("a bulk string");
+    let mut buf = vec![0; len + 2];
+    r.read_exact(&mut buf)?;
+    buf.truncate(len);
+    Ok(String::from_utf8(buf).expect("utf-8"))
+}
+
+/// The next message on a `PSUBSCRIBE` connection: (channel, message).
+fn read_message(r: &mut BufReader<TcpStream>) -> std::io::Result<(String, String)> {
+    let mut line = String::new();
+    r.read_line(&mut line)?;
+    assert_eq!(line.trim_end(), "*4", "a pmessage");
+    let kind = read_bulk(r)?;
+    assert_eq!(kind, "pmessage");
+    let _pattern = read_bulk(r)?;
+    Ok((read_bulk(r)?, read_bulk(r)?))
+}
+
+/// Runs `steps` on a fresh simulated node and on `server`; returns the mismatches of replies
+/// and of what each step published (read from a `PSUBSCRIBE` connection).
+fn compare(server: &Server, steps: Vec<Step>) -> Vec<String> {
+    let connect = || {
+        let stream = TcpStream::connect(("127.0.0.1", server.port)).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let writer = stream.try_clone().expect("clone");
+        (writer, BufReader::new(stream))
+    };
+    let (mut writer, mut reader) = connect();
+    let (mut sub_writer, mut sub) = connect();
+    let pattern = "*:released*".to_owned();
+    sub_writer
+        .write_all(&encode(&["PSUBSCRIBE".to_owned(), pattern.clone()]))
+        .expect("psubscribe");
+    let mut line = String::new();
+    sub.read_line(&mut line).expect("the subscription");
+    for want in ["psubscribe", pattern.as_str()] {
+        assert_eq!(read_bulk(&mut sub).expect("the subscription"), want);
+    }
+    sub.read_line(&mut line).expect("the count");
     let mut call = |args: &[String]| {
         writer.write_all(&encode(args)).expect("write");
         read_reply(&mut reader)
@@ -375,7 +584,7 @@ fn simulated_node_matches_redis_server() {
     let mut node = Node::new(Clock::new(unix_us() - EPOCH_US, 1.0), false);
     let mut t = 0i64;
     let mut mismatches = Vec::new();
-    for (i, step) in sequence().into_iter().enumerate() {
+    for (i, step) in steps.into_iter().enumerate() {
         match step {
             Step::Sleep(ms) => {
                 std::thread::sleep(Duration::from_millis(ms));
@@ -406,9 +615,40 @@ fn simulated_node_matches_redis_server() {
                 if !ok {
                     mismatches.push(format!("step {i}: {cmd:?}: sim {sim:?}, real {real:?}"));
                 }
+                let want = node.published().to_vec();
+                let got: Vec<(String, String)> = want
+                    .iter()
+                    .map_while(|_| read_message(&mut sub).ok())
+                    .collect();
+                if !want.is_empty() || got != want {
+                    println!("     published: sim {want:?}  real {got:?}");
+                }
+                if got != want {
+                    mismatches.push(format!(
+                        "step {i}: {cmd:?}: published {want:?}, real {got:?}"
+                    ));
+                }
             }
         }
     }
+    // Nothing more was published.
+    sub.get_ref()
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .expect("timeout");
+    if let Ok(extra) = read_message(&mut sub) {
+        mismatches.push(format!("the server also published {extra:?}"));
+    }
+    mismatches
+}
+
+/// Both sequences on one server (their keys differ): the lock scripts, then waiters' lines
+/// and grants.
+#[test]
+#[ignore = "needs redis-server; run with --ignored"]
+fn simulated_node_matches_redis_server() {
+    let server = start();
+    let mut mismatches = compare(&server, sequence());
+    mismatches.extend(compare(&server, waiter_sequence()));
     drop(server);
     assert!(mismatches.is_empty(), "{mismatches:#?}");
 }

@@ -22,11 +22,14 @@ fn safe_scenarios_have_no_violation() {
     let per = total.div_ceil(scenarios.len() as u64);
     let start = wall();
     let (mut runs, mut events, mut failures) = (0u64, 0u64, Vec::new());
-    println!("| scenario | schedules | grants | events |");
-    println!("|---|---|---|---|");
+    println!("| scenario | schedules | locks | won by a release's grants | events |");
+    println!("|---|---|---|---|---|");
     for s in &scenarios {
         let b = batch(s, Mutant::None, 0, per);
-        println!("| {} | {} | {} | {} |", s.name, b.runs, b.grants, b.events);
+        println!(
+            "| {} | {} | {} | {} | {} |",
+            s.name, b.runs, b.grants, b.by_grants, b.events
+        );
         runs += b.runs;
         events += b.events;
         if let Some((seed, what)) = b.failure {
