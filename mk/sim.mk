@@ -1,5 +1,5 @@
 # Deterministic simulation (tests/sim, crate quorumlock-sim). `make test` runs test-sim: the
-# safe and flagged tests (10,002 schedules, every broken scenario and mutant flagged) and the
+# safe and flagged tests (10,000 schedules, every broken scenario and mutant flagged) and the
 # differential check against a real redis-server, in one cargo invocation of its own (see
 # test-rust in the Makefile for why). `make sim` is the long run: `make sim SEEDS=1000000`
 # (default 100,000 schedules), `SEED=0x...` replays one.

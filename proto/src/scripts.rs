@@ -34,6 +34,6 @@ pub const EXTEND: &str = include_str!("lua/extend.lua");
 pub const EXTEND_BATCH: &str = include_str!("lua/extend_batch.lua");
 /// MARK: a waiter's place in the line of a lock key (REDLOCK.md §9). KEYS: the waiter flag,
 /// the line, and for a first mark that registers for grants the registrations; ARGV: waiter
-/// id, ttl ms, "1" to stand first, and with the registrations `<lock ttl ms>:<value>`.
+/// id, ttl ms, "1" to stand first, and with the registrations `<lock ttl ms>:<n>:<value>`.
 /// Returns 0 for a plain mark (the line refused), 1 in line.
 pub const MARK: &str = include_str!("lua/mark.lua");

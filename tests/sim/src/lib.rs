@@ -5,7 +5,9 @@
 //! clocks ([`clock`]), per client×node links with delay and loss ([`link`]), and clients
 //! ([`client`]). A client's acquire call is `quorumlock_proto::acquisition::Acquisition`, the
 //! same state machine the engine drives (`core/src/acquire.rs`); [`client`] is its driver in
-//! simulated time, and also runs the holder (work, extend, release) with proto's verdicts.
+//! simulated time, and also runs the holder (work, extend, release) with proto's verdicts;
+//! [`waiting`] drives a call as a waiter (release notices and grants, over the nodes' waiter
+//! lines in [`lines`]).
 //! The [`checker`] flags overlapping holders, non-increasing fencing tokens and leaked keys.
 //! [`scenario`]s configure the faults; [`mutant`]s are planted in the machine (proto's feature
 //! `mutants`) or, for the extend, in the simulated holder. One seed gives one schedule

@@ -136,6 +136,20 @@ impl Scenario {
                 crashes: (0.5, (5, 200)),
                 ..Self::base("safe: fenced, loss, crashes")
             },
+            // Waiters in line for one key: most locks change hands by a release's grant.
+            Scenario {
+                resources: 1,
+                clients: 5,
+                link: lossy,
+                crashes: (0.5, (5, 200)),
+                ..Self::base("safe: one key, 5 clients, loss, crashes")
+            },
+            Scenario {
+                notify: false,
+                link: lossy,
+                extend: true,
+                ..Self::base("safe: notification off, loss, extend")
+            },
         ]
     }
 
