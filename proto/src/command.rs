@@ -113,6 +113,24 @@ pub enum Command {
 }
 
 impl Command {
+    /// Whether a script goes out whole (`EVAL` with its source, never `EVALSHA`): its `EVAL`
+    /// after a `NOSCRIPT` would be a second request, which could run after the driver's next
+    /// request on the connection. Those that must not: scripts that write keys that did not
+    /// hold the caller's value (an acquisition: a later release or cleanup of the same value
+    /// would miss it), a waiter's MARK (before its check or attempt), and a LEAVE that gives
+    /// grants back (before the waiter's next MARK and attempt). A winner's LEAVE, without a
+    /// value, touches no key and precedes nothing.
+    pub fn goes_whole(&self) -> bool {
+        match self {
+            Command::Eval { script, args, .. } => match script {
+                Script::AcquireMulti | Script::FencedAcquire | Script::Raise | Script::Mark => true,
+                Script::Leave => args.get(1).is_some_and(|value| !value.is_empty()),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
     /// The command's arguments, name first; scripts as `EVAL` with their source.
     pub fn argv(&self) -> Vec<Vec<u8>> {
         match self {
@@ -427,7 +445,7 @@ pub fn waiter_line(key: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// The registrations of a lock key's waiters (REDLOCK.md §9): `<key>:g`, a hash of waiter id
-/// to `<registered ms>:<lock ttl ms>:<value>` ([`mark_registered`]), for a key with a
+/// to `<registered ms>:<lock ttl ms>:<n>:<value>` ([`mark_registered`]), for a key with a
 /// [`waiter_flag`]; `None` otherwise.
 pub fn waiter_grants(key: &[u8]) -> Option<Vec<u8>> {
     let mut regs = waiter_flag(key)?;

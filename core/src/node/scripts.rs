@@ -21,7 +21,7 @@ fn sha(script: Script) -> &'static str {
 }
 
 /// The redis-rs command for `command`: scripts as `EVALSHA`, or `EVAL` with the source when
-/// `fallback` is set or the script goes out whole ([`goes_whole`]). The second value is true
+/// `fallback` is set or the script goes out whole ([`Command::goes_whole`]). The second value is true
 /// for an `EVALSHA` (which may need the fallback).
 ///
 /// The command's buffers are sized once up front: built argument by argument, a `Cmd` grows
@@ -57,7 +57,7 @@ pub(crate) fn cmd(command: &Command, fallback: bool) -> (Cmd, bool) {
             // a second request, which could run after a later release or cleanup of the same
             // value on this connection and so leave a key behind until its ttl (and a MARK
             // after the check it must precede).
-            let fallback = fallback || goes_whole(*script, args);
+            let fallback = fallback || command.goes_whole();
             let body = if fallback {
                 script.source()
             } else {
@@ -80,19 +80,6 @@ pub(crate) fn cmd(command: &Command, fallback: bool) -> (Cmd, bool) {
             }
             (c, !fallback)
         }
-    }
-}
-
-/// Whether `script` goes out whole: it writes keys that did not hold the caller's value (an
-/// acquisition), or must land before the request that follows it on the connection (a
-/// waiter's MARK, before its check or attempt; a LEAVE that gives grants back, before the
-/// waiter's next MARK and attempt). A winner's LEAVE, without a value (`args[1]` empty),
-/// touches no key and precedes nothing.
-fn goes_whole(script: Script, args: &[Vec<u8>]) -> bool {
-    match script {
-        Script::AcquireMulti | Script::FencedAcquire | Script::Raise | Script::Mark => true,
-        Script::Leave => args.get(1).is_some_and(|value| !value.is_empty()),
-        _ => false,
     }
 }
 
