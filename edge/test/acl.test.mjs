@@ -1,9 +1,10 @@
 // Releases and waits under ACL rules (REDLOCK.md §9, docs/SECURITY.md §4). The rule with the
 // sorted-set commands lets waiters mark the key's flag (`<key>:w`) and stand in its line
 // (`<key>:q`, a sorted set of waiter ids) and a release wake the first by name, with nothing
-// refused. Under the rule before lines (no ZSET commands) a waiter's mark sets the flag only,
+// refused; with the hash commands too, a waiter registers for grants. Under the rule before
+// lines (no ZSET commands) a waiter's mark sets the flag only,
 // a release still deletes on every node and wakes the waiter with a plain notice, and only
-// the refused sorted-set commands show in ACL LOG.
+// the refused sorted-set and hash commands show in ACL LOG.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import Redis from 'ioredis'
@@ -19,7 +20,9 @@ const OLD_RULE = [
 // The lines' sorted-set commands, and the hash commands of native waiters' registrations for
 // grants, which every release looks up (docs/SECURITY.md).
 const QUEUE_RULE = [...OLD_RULE, '+zadd', '+zrange', '+zpopmin', '+zrem', '+hset', '+hget', '+hdel']
-const ZSET_COMMANDS = new Set(['zadd', 'zrange', 'zpopmin', 'zrem'])
+// What the rule before lines refuses: the lines' sorted-set commands, and the hash commands
+// of a waiter's LEAVE (its registering mark stops at the refused ZRANGE).
+const LINE_COMMANDS = new Set(['zadd', 'zrange', 'zpopmin', 'zrem', 'hset', 'hget', 'hdel'])
 
 let admin
 
@@ -83,6 +86,8 @@ test('with the sorted-set commands a waiter stands in line and nothing is refuse
     await handOff(holder, waiter, async (line) => {
       const types = await Promise.all(admin.map((r) => r.type(line)))
       assert.deepEqual(types, ['zset', 'zset', 'zset', 'zset', 'zset'])
+      const regs = await Promise.all(admin.map((r) => r.type(line.replace(/:q$/, ':g'))))
+      assert.deepEqual(regs, ['hash', 'hash', 'hash', 'hash', 'hash'], 'registered for grants')
     })
     const again = await holder.acquire(unique('acl'), { ttlMs: 5000 })
     assert.equal((await again.release()).releasedCount, 5)
@@ -102,6 +107,6 @@ test('without the sorted-set commands marks are plain flags, and releases delete
     const again = await holder.acquire(unique('acl'), { ttlMs: 5000 })
     assert.equal((await again.release()).releasedCount, 5)
     const objects = await refused(user)
-    assert.ok(objects.length > 0 && objects.every((o) => ZSET_COMMANDS.has(o)), JSON.stringify(objects))
+    assert.ok(objects.length > 0 && objects.every((o) => LINE_COMMANDS.has(o)), JSON.stringify(objects))
   })
 })

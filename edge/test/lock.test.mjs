@@ -208,7 +208,7 @@ test('a waiter wakes at a release notice, not after its retry delay, and closes 
   const second = await waiting
   const woke = performance.now() - released
   assert.ok(woke < 1500, `woke ${woke.toFixed(0)} ms after the release (retry delay 3000 ms)`)
-  assert.equal(second.attempts, 2)
+  assert.equal(second.attempts, 1, 'the release granted it the key: no second attempt')
   await second.release()
   await new Promise((r) => setTimeout(r, 200))
   assert.equal(await connections(redis[0]), before, 'the subscriber connection is closed again')
@@ -252,15 +252,74 @@ test('waiters queue in the key line; a release wakes the first by name; ended ca
   await holder.release()
   const lockA = await first
   assert.ok(performance.now() - released < 1500, 'woken by the release, not after its retry delay')
-  assert.equal(lockA.attempts, 2)
+  assert.equal(lockA.attempts, 1, 'granted by the release')
   for (const line of await lines()) assert.deepEqual(line, [b], 'the first waiter is out of the line')
   const stillWaiting = await Promise.race([second.then(() => false), pause(300).then(() => true)])
   assert.ok(stillWaiting, 'the second waiter waits for its turn')
   await lockA.release()
   const lockB = await second
-  assert.equal(lockB.attempts, 2, 'one wake-up: the first release named the other waiter')
+  assert.equal(lockB.attempts, 1, 'granted by the second release: the first named the other waiter')
   await lockB.release()
   assert.deepEqual(await Promise.all(redis.map((r) => r.exists(queue))), [0, 0, 0, 0, 0], 'no line is left')
+  const regs = queue.replace(/:q$/, ':g')
+  assert.deepEqual(await Promise.all(redis.map((r) => r.exists(regs))), [0, 0, 0, 0, 0], 'no registration is left')
+})
+
+test('a release grants the key to the first waiter in line: one value on every node, no attempt of its own', async () => {
+  const name = unique('grant')
+  const key = Buffer.from(client.key(name)).toString()
+  const holder = await other.acquire(name, { ttlMs: 5000 })
+  const waiting = client.acquire(name, slow)
+  await pause(400)
+  const regs = await Promise.all(redis.map((r) => r.hgetall(`${key}:g`)))
+  const registered = regs.map((h) => Object.values(h))
+  for (const r of registered) assert.equal(r.length, 1, 'one registration on every node')
+  // `<node ms>:<ttl>:<n>:<value>`
+  const value = registered[0][0].split(':')[3]
+  assert.match(registered[0][0], /^\d+:5000:1:[0-9a-f]{40}$/)
+  await holder.release()
+  const lock = await waiting
+  assert.equal(lock.attempts, 1)
+  assert.deepEqual(await keysOn(name), Array(5).fill(value), 'the registered value on every node')
+  assert.equal(lock.value, value)
+  // ttl 5000 - drift 52 from the registration, 400 ms before the grant.
+  assert.ok(lock.remainingMs < 5000 - 52 - 400, `valid from the registration (${lock.remainingMs} ms left)`)
+  await lock.release()
+  assert.deepEqual(await keysOn(name), Array(5).fill(null))
+  for (const end of [':q', ':g']) {
+    assert.deepEqual(await Promise.all(redis.map((r) => r.exists(key + end))), [0, 0, 0, 0, 0])
+  }
+})
+
+test('grants short of a quorum go back before the waiter attempts, and it wins by its attempt', async () => {
+  const name = unique('split')
+  const key = Buffer.from(client.key(name)).toString()
+  const holder = await other.acquire(name, { ttlMs: 5000 })
+  const waiting = client.acquire(name, { ...slow, retryDelayMs: 1500 })
+  await pause(400)
+  const value = Object.values(await redis[0].hgetall(`${key}:g`))[0].split(':')[3]
+  // A dead waiter registered ahead of it on three nodes: the release grants those to it.
+  const dead = 'ffffffffffffffff.1'
+  const now = Date.now()
+  await Promise.all(redis.slice(0, 3).map(async (r) => {
+    const first = Number((await r.zrange(`${key}:q`, 0, 0, 'WITHSCORES'))[1])
+    await r.zadd(`${key}:q`, first - 1, dead)
+    await r.hset(`${key}:g`, dead, `${now}:5000:1:${'d'.repeat(40)}`)
+  }))
+  await holder.release()
+  await pause(300)
+  assert.deepEqual(await keysOn(name), [...Array(3).fill('d'.repeat(40)), value, value], 'two grants: short of a quorum')
+  // Its retry (1.5 s after its first attempt) gives them back first, then loses to the dead
+  // waiter's keys and cleans up.
+  await pause(1600)
+  const after = await keysOn(name)
+  assert.ok(after.slice(3).every((v) => v !== value), `the minority grants went back: ${after}`)
+  await Promise.all(redis.slice(0, 3).map((r) => r.del(key)))
+  const lock = await waiting
+  assert.ok(lock.attempts >= 2, `won by an attempt (${lock.attempts})`)
+  assert.notEqual(lock.value, value)
+  assert.deepEqual(await keysOn(name), Array(5).fill(lock.value))
+  await lock.release()
 })
 
 test('a waiter named by a release whose attempt loses stands first in line again', async () => {
@@ -282,7 +341,8 @@ test('a waiter named by a release whose attempt loses stands first in line again
   for (const line of await lines()) assert.deepEqual(line, [a, b], 'first again')
   await holder.release()
   const lockA = await behind
-  assert.equal(lockA.attempts, 3)
+  // Its first marks registered it: the release grants it the key, with no third attempt.
+  assert.equal(lockA.attempts, 2)
   await lockA.release()
   await (await ahead).release()
   assert.deepEqual(await Promise.all(redis.map((r) => r.exists(`${key}:q`))), [0, 0, 0, 0, 0])

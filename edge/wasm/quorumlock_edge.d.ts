@@ -124,9 +124,12 @@ export function fenceCheckScript(): string;
 /**
  * A message on `channel` (with `message`) for listener `listener` from node `node`: a
  * release notice (REDLOCK.md §9). A message on the waiter's named channel carries the id of
- * the waiter the release popped from the key's line: it counts for that waiter only, while
- * that waiter still listens in this isolate, and as a plain notice otherwise. Called by the
- * package's transport wrapper; a listener that is gone is ignored.
+ * the waiter the release popped from the key's line (`<id> g<n>` when it granted that waiter
+ * the key for its registration `n`): it counts for that waiter only, while that waiter still
+ * listens in this isolate, and as a plain notice otherwise (a grant to a waiter gone from
+ * here counts for nobody: its LEAVE hands the key on). A grant counts for the waiter's
+ * current registration only. Called by the package's transport wrapper; a listener that is
+ * gone is ignored.
  */
 export function notice(listener: number, node: number, channel: any, message: any): void;
 
@@ -174,8 +177,8 @@ export interface InitOutput {
     readonly notice: (a: number, b: number, c: any, d: any) => void;
     readonly settle: (a: number, b: number, c: any) => void;
     readonly version: () => [number, number];
-    readonly __wasm_bindgen_func_elem_462: (a: number, b: number, c: any) => [number, number];
-    readonly __wasm_bindgen_func_elem_469: (a: number, b: number, c: any, d: any) => void;
+    readonly __wasm_bindgen_func_elem_467: (a: number, b: number, c: any) => [number, number];
+    readonly __wasm_bindgen_func_elem_474: (a: number, b: number, c: any, d: any) => void;
     readonly __wasm_bindgen_func_elem_179: (a: number, b: number, c: number) => void;
     readonly __wbindgen_export: (a: number, b: number) => number;
     readonly __wbindgen_export2: (a: number, b: number, c: number, d: number) => number;

@@ -283,9 +283,12 @@ export function fenceCheckScript() {
 /**
  * A message on `channel` (with `message`) for listener `listener` from node `node`: a
  * release notice (REDLOCK.md §9). A message on the waiter's named channel carries the id of
- * the waiter the release popped from the key's line: it counts for that waiter only, while
- * that waiter still listens in this isolate, and as a plain notice otherwise. Called by the
- * package's transport wrapper; a listener that is gone is ignored.
+ * the waiter the release popped from the key's line (`<id> g<n>` when it granted that waiter
+ * the key for its registration `n`): it counts for that waiter only, while that waiter still
+ * listens in this isolate, and as a plain notice otherwise (a grant to a waiter gone from
+ * here counts for nobody: its LEAVE hands the key on). A grant counts for the waiter's
+ * current registration only. Called by the package's transport wrapper; a listener that is
+ * gone is ignored.
  * @param {number} listener
  * @param {number} node
  * @param {any} channel
@@ -486,7 +489,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_469(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_474(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -512,7 +515,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_469(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_474(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -592,7 +595,7 @@ function __wbg_get_imports() {
         }, arguments); },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 117, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_462);
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_467);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
@@ -630,15 +633,15 @@ function __wbg_get_imports() {
     };
 }
 
-function __wasm_bindgen_func_elem_462(arg0, arg1, arg2) {
-    const ret = wasm.__wasm_bindgen_func_elem_462(arg0, arg1, arg2);
+function __wasm_bindgen_func_elem_467(arg0, arg1, arg2) {
+    const ret = wasm.__wasm_bindgen_func_elem_467(arg0, arg1, arg2);
     if (ret[1]) {
         throw takeFromExternrefTable0(ret[0]);
     }
 }
 
-function __wasm_bindgen_func_elem_469(arg0, arg1, arg2, arg3) {
-    wasm.__wasm_bindgen_func_elem_469(arg0, arg1, arg2, arg3);
+function __wasm_bindgen_func_elem_474(arg0, arg1, arg2, arg3) {
+    wasm.__wasm_bindgen_func_elem_474(arg0, arg1, arg2, arg3);
 }
 
 function __wasm_bindgen_func_elem_179(arg0, arg1, arg2) {

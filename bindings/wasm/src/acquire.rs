@@ -5,7 +5,10 @@
 //! first wait subscribes to the keys' release channels (`Output::Listen`), checks once with
 //! `EXISTS` that the keys were not released before the subscription was live, and a notice
 //! from a quorum of nodes cuts the wait short (REDLOCK.md §9). For braced keys the call
-//! also stands in the keys' lines ([`Waiter`]) and hears releases that name it.
+//! also stands in the keys' lines ([`Waiter`]) and hears releases that name it; for one
+//! unfenced braced key it registers for grants ([`Grants`]): a release that pops it sets the
+//! key to its registered value, and a quorum of such grants between attempts wins the call
+//! without an attempt of its own.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -21,6 +24,7 @@ use quorumlock_proto::command;
 use quorumlock_proto::config::LockOptions;
 use quorumlock_proto::error::Result;
 use quorumlock_proto::fencing;
+use quorumlock_proto::grants::{End, Grants, Step};
 use quorumlock_proto::line::{Line, bit};
 use quorumlock_proto::quorum::{Decide, quorum};
 use quorumlock_proto::report::NodeKind;
@@ -78,18 +82,44 @@ pub async fn acquire(
     let mut timer: Option<(u64, Sleep)> = None;
     let mut listening: Option<Local<(Option<Listener>, bool)>> = None;
     let mut listener: Option<Listener> = None;
+    let mut grants = Grants::new();
+    let n = inner.n();
     loop {
+        // Grants heard while no attempt is in flight: a quorum wins the call; with too little
+        // validity left they go back, and the call attempts at once.
+        if let Some(l) = &listener {
+            let now = now_us();
+            if grants.check(&mut m, l.granted(), n, now) == Step::Again {
+                register_again(&mut grants, waiter.as_deref(), l, &mut line, ttl_ms);
+                m.handle_vacant(now);
+            }
+        }
         while let Some(out) = m.poll_output(now_us(), &mut Crypto) {
             match out {
                 Output::Attempt { .. } => {
                     // Notices from before this attempt are answered by it.
                     let named = listener.as_ref().is_some_and(Listener::reset);
+                    // Grants short of a quorum go back first; the call registers again,
+                    // first in line.
+                    if let Some(l) = &listener
+                        && grants.before_attempt(l.granted())
+                    {
+                        register_again(&mut grants, waiter.as_deref(), l, &mut line, ttl_ms);
+                    }
                     line.attempt(now_us(), listener.is_some(), named);
                 }
                 Output::Listen => {
                     if inner.s.notify {
                         waiter = Waiter::new(inner, &keys, line.ttl_ms());
-                        listening = Some(listen(inner, &keys, waiter.clone(), timeout));
+                        // The first marks register a fresh value for grants, where eligible.
+                        let reg = waiter
+                            .as_ref()
+                            .filter(|_| Grants::eligible(&keys, m.options(), false))
+                            .and_then(|w| {
+                                let r = grants.register(now_us(), &mut Crypto).ok()?;
+                                Some((w.registering(r, ttl_ms, false)?, r.number))
+                            });
+                        listening = Some(listen(inner, &keys, waiter.clone(), reg, timeout));
                         if waiter.is_some() {
                             line.join(now_us());
                         }
@@ -145,9 +175,10 @@ pub async fn acquire(
                     cleanup = Some(start_cleanup(inner, nodes, &keys, &value, timeout));
                 }
                 Output::Done(result) => {
-                    if let Some(w) = &waiter {
-                        w.leave(line.leave(popped(&listener)));
+                    if let Ok(g) = &result {
+                        grants.won_with(&g.value);
                     }
+                    leave(&mut grants, waiter.as_deref(), &mut line, &listener);
                     return result;
                 }
             }
@@ -211,6 +242,10 @@ pub async fn acquire(
             }
             Event::Listened(l, vacant) => {
                 listening = None;
+                if l.is_none() {
+                    // No subscription, so no marks were sent: nothing is registered.
+                    grants.forget();
+                }
                 listener = l;
                 if vacant {
                     m.handle_vacant(now);
@@ -221,9 +256,7 @@ pub async fn acquire(
             }
             Event::Cancelled => {
                 // Out of the lines first: the cleanup's release then wakes the next waiter.
-                if let Some(w) = &waiter {
-                    w.leave(line.leave(popped(&listener)));
-                }
+                leave(&mut grants, waiter.as_deref(), &mut line, &listener);
                 let c = m.cancel();
                 if let Some((nodes, value)) = c.clean {
                     // The caller may move on at once: it leaves no key behind.
@@ -237,14 +270,58 @@ pub async fn acquire(
     }
 }
 
+/// The call ends, won or not: it leaves the lines [`Line::leave`] names, or, registered for
+/// grants, sends LEAVE: to every node with its value unless it won with it (a grant may
+/// still be on its way), else without to the lines it still stands in.
+fn leave(grants: &mut Grants, waiter: Option<&Waiter>, line: &mut Line, l: &Option<Listener>) {
+    let end = grants.end();
+    let Some(w) = waiter else {
+        return;
+    };
+    match end {
+        End::GiveBack(value) => {
+            w.leave_registered(u64::MAX, Some(&value));
+            line.leave(0);
+        }
+        End::Won => w.leave_registered(line.leave(popped(l)), None),
+        End::Unregistered => w.leave(line.leave(popped(l))),
+    }
+}
+
+/// Gives the keys granted so far back (LEAVE with the value, on every node, ahead of the
+/// call's next request there) and registers anew with a fresh value, first in line on every
+/// node.
+fn register_again(
+    grants: &mut Grants,
+    waiter: Option<&Waiter>,
+    listener: &Listener,
+    line: &mut Line,
+    ttl_ms: u64,
+) {
+    let (Some(w), Some(value)) = (waiter, grants.give_back()) else {
+        return;
+    };
+    w.leave_registered(u64::MAX, Some(&value));
+    let Ok(r) = grants.register(now_us(), &mut Crypto) else {
+        return;
+    };
+    if let Some(mark) = w.registering(r, ttl_ms, true) {
+        // Before the marks go out: a grant of the new registration may come at once.
+        listener.expect_grants(r.number);
+        w.send(u64::MAX, mark);
+        line.remark(u64::MAX);
+    }
+}
+
 /// Subscribes to the release channels of `keys` on every node (with a `waiter`, to this
-/// client's named channels too, and marks its place in the lines), then checks with one
-/// `EXISTS` round whether a quorum no longer holds them (a release that came before the
-/// subscription was live).
+/// client's named channels too, and marks its place in the lines: with `reg`, the registering
+/// mark and its number), then checks with one `EXISTS` round whether a quorum no longer holds
+/// them (a release that came before the subscription was live).
 fn listen(
     inner: &Rc<Inner>,
     keys: &Arc<[Vec<u8>]>,
     waiter: Option<Rc<Waiter>>,
+    reg: Option<(command::Command, u64)>,
     timeout: std::time::Duration,
 ) -> Local<(Option<Listener>, bool)> {
     let (inner, keys) = (inner.clone(), keys.clone());
@@ -262,7 +339,13 @@ fn listen(
         // The marks go out before the check on each node: a release after them wakes the
         // first in line.
         if let Some(w) = &waiter {
-            w.mark(u64::MAX, false, Traffic::Any);
+            match reg {
+                Some((mark, number)) => {
+                    l.expect_grants(number);
+                    w.send(u64::MAX, mark);
+                }
+                None => w.mark(u64::MAX, false, Traffic::Any),
+            }
         }
         let round = inner
             .round(

@@ -405,7 +405,9 @@ impl Inner {
     }
 
     /// Sends `cmd` to node `i` now (unless the node may not carry `traffic`: then the
-    /// refusal comes back without I/O), scripts by SHA-1 first.
+    /// refusal comes back without I/O), scripts by SHA-1 first, except those that go out
+    /// whole ([`Command::goes_whole`]: a second request after `NOSCRIPT` could land behind
+    /// the driver's next request on the connection).
     pub fn request(
         self: &Rc<Self>,
         i: usize,
@@ -418,6 +420,9 @@ impl Inner {
         let Command::Eval { script, keys, args } = cmd else {
             return Box::pin(self.transport.request(i, &cmd.argv()));
         };
+        if cmd.goes_whole() {
+            return Box::pin(self.transport.request(i, &cmd.argv()));
+        }
         let sha = self.shas.get(script).cloned().unwrap_or_default();
         let mut argv = vec![
             b"EVALSHA".to_vec(),

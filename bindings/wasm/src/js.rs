@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
-use quorumlock_proto::command::{Failure, Reply, error_kind};
+use quorumlock_proto::command::{self, Failure, Reply, error_kind};
 use quorumlock_proto::error::Error;
 use quorumlock_proto::line::bit;
 use quorumlock_proto::report::{NodeCategory, NodeKind, Report};
@@ -288,6 +288,10 @@ struct Heard {
     named: bool,
     /// The nodes whose releases popped this waiter from its line (one bit per node).
     popped: u64,
+    /// The nodes that granted this waiter the key for its current registration.
+    granted: u64,
+    /// The number of the waiter's current registration for grants (0: none).
+    registration: u64,
     waker: Option<Waker>,
 }
 
@@ -298,9 +302,12 @@ thread_local! {
 
 /// A message on `channel` (with `message`) for listener `listener` from node `node`: a
 /// release notice (REDLOCK.md §9). A message on the waiter's named channel carries the id of
-/// the waiter the release popped from the key's line: it counts for that waiter only, while
-/// that waiter still listens in this isolate, and as a plain notice otherwise. Called by the
-/// package's transport wrapper; a listener that is gone is ignored.
+/// the waiter the release popped from the key's line (`<id> g<n>` when it granted that waiter
+/// the key for its registration `n`): it counts for that waiter only, while that waiter still
+/// listens in this isolate, and as a plain notice otherwise (a grant to a waiter gone from
+/// here counts for nobody: its LEAVE hands the key on). A grant counts for the waiter's
+/// current registration only. Called by the package's transport wrapper; a listener that is
+/// gone is ignored.
 #[wasm_bindgen]
 pub fn notice(listener: u32, node: u32, channel: JsValue, message: JsValue) {
     let waker = LISTENERS.with(|l| {
@@ -314,8 +321,12 @@ pub fn notice(listener: u32, node: u32, channel: JsValue, message: JsValue) {
             }
             _ => None,
         };
-        let mine = named.as_ref().is_some_and(|m| *m == me.id);
-        if !mine && named.is_some_and(|m| l.values().any(|h| h.id == m)) {
+        let (id, grant) = named.as_deref().map_or((None, None), |m| {
+            let (id, grant) = command::read_notice(m.as_bytes());
+            (Some(String::from_utf8_lossy(id).into_owned()), grant)
+        });
+        let mine = id.as_ref().is_some_and(|m| *m == me.id);
+        if !mine && (grant.is_some() || id.is_some_and(|m| l.values().any(|h| h.id == m))) {
             // The waiter it names listens here: the notice is that waiter's.
             return None;
         }
@@ -324,7 +335,11 @@ pub fn notice(listener: u32, node: u32, channel: JsValue, message: JsValue) {
         *slot = true;
         heard.named |= mine;
         if mine {
-            heard.popped |= bit(usize::try_from(node).ok()?);
+            let b = bit(usize::try_from(node).ok()?);
+            heard.popped |= b;
+            if grant.is_some_and(|n| n == heard.registration) {
+                heard.granted |= b;
+            }
         }
         heard.waker.take()
     });
@@ -375,6 +390,8 @@ impl Listener {
                     suffix,
                     named: false,
                     popped: 0,
+                    granted: 0,
+                    registration: 0,
                     waker: None,
                 },
             )
@@ -432,6 +449,22 @@ impl Listener {
     /// The nodes whose releases popped this waiter from its line.
     pub fn popped(&self) -> u64 {
         LISTENERS.with(|l| l.borrow().get(&self.id).map_or(0, |h| h.popped))
+    }
+
+    /// The nodes whose releases granted this waiter the key for its current registration.
+    pub fn granted(&self) -> u64 {
+        LISTENERS.with(|l| l.borrow().get(&self.id).map_or(0, |h| h.granted))
+    }
+
+    /// The waiter's registration for grants is now number `n`: the grants of earlier ones
+    /// (given back) are forgotten, and their notices no longer count.
+    pub fn expect_grants(&self, n: u64) {
+        LISTENERS.with(|l| {
+            if let Some(h) = l.borrow_mut().get_mut(&self.id) {
+                h.registration = n;
+                h.granted = 0;
+            }
+        });
     }
 
     /// Ready once notices came from the threshold's number of nodes since the last reset.

@@ -1,12 +1,14 @@
 //! A waiting acquire call's place in the lines of its keys (REDLOCK.md §9): each braced lock
 //! key has a waiter flag `<key>:w` and a line `<key>:q` of waiter ids, and while the flag
 //! exists a release wakes the first in line by name. The decisions of where and when it marks
-//! and leaves are `quorumlock_proto::line::Line`'s; this writes them.
+//! and leaves are `quorumlock_proto::line::Line`'s, and those of its registrations for grants
+//! (`<key>:g`) `quorumlock_proto::grants::Grants`'s; this writes them.
 
 use std::rc::Rc;
 use std::sync::Arc;
 
 use quorumlock_proto::command::{self, Command, Failure, Notify, Reply};
+use quorumlock_proto::grants::Registration;
 use quorumlock_proto::line::bit;
 
 use crate::engine::{Inner, Local, Traffic};
@@ -21,6 +23,8 @@ pub struct Waiter {
     back: Vec<Command>,
     /// MARK first in each key's line.
     front: Vec<Command>,
+    /// How long marks last (ms).
+    ttl_ms: u64,
 }
 
 impl Waiter {
@@ -41,6 +45,7 @@ impl Waiter {
             front: command::mark(keys, &id, ttl_ms, true),
             back,
             id,
+            ttl_ms,
         }))
     }
 
@@ -60,6 +65,36 @@ impl Waiter {
     /// of the caller's next request there.
     pub fn leave(&self, nodes: u64) {
         self.write(nodes, &command::unmark(&self.keys, &self.id), Traffic::Any);
+    }
+
+    /// The registering mark of `reg` for a lock of `ttl_ms` ([`command::mark_registered`]),
+    /// first in line with `front`; `None` unless the call is for one braced key.
+    pub fn registering(&self, reg: &Registration, ttl_ms: u64, front: bool) -> Option<Command> {
+        let [key] = &self.keys[..] else {
+            return None;
+        };
+        let r = command::Registration {
+            value: &reg.value,
+            ttl_ms,
+            number: reg.number,
+        };
+        command::mark_registered(key, &self.id, self.ttl_ms, r, front)
+    }
+
+    /// Writes `cmd` to the nodes of `nodes` now.
+    pub fn send(&self, nodes: u64, cmd: Command) {
+        self.write(nodes, &[cmd], Traffic::Any);
+    }
+
+    /// LEAVE ([`command::leave`]) on the nodes of `nodes` now: out of the line, the
+    /// registration dropped; with `value` (not won with it), a key granted to it is deleted
+    /// and handed on.
+    pub fn leave_registered(&self, nodes: u64, value: Option<&str>) {
+        if let [key] = &self.keys[..]
+            && let Some(c) = command::leave(key, &self.id, value)
+        {
+            self.send(nodes, c);
+        }
     }
 
     fn write(&self, nodes: u64, commands: &[Command], traffic: Traffic) {
