@@ -209,7 +209,9 @@ export interface ClientOptions extends LockOptions {
    * Release notification (default true): a waiting acquire (transports with `subscribe`:
    * ioredis, node-redis) stands in the key's line of waiters (`<key>:w`) and listens on its
    * release channels; a release wakes the first waiter in line by name, at once instead of
-   * after its retry delay. REST nodes poll.
+   * after its retry delay, and for a waiter on one unfenced key grants it the key (set to a
+   * value it registered), so it holds the lock without an attempt of its own. REST nodes
+   * poll.
    */
   notify?: boolean
   /**

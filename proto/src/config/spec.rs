@@ -290,7 +290,7 @@ pub const CLIENT_SETTINGS: &[OptionSpec] = &[
     client(
         "notify",
         Kind::Flag,
-        "Release notification (REDLOCK.md §9): a waiting acquisition listens on its keys' release channels and stands in the key's line of waiters (its waiter flag), and a release wakes the first waiter in line at once instead of after its retry delay.",
+        "Release notification (REDLOCK.md §9): a waiting acquisition listens on its keys' release channels and stands in the key's line of waiters (its waiter flag), and a release wakes the first waiter in line at once instead of after its retry delay; a waiter for one unfenced key is granted the key by the release (set to a value it registered), so it holds the lock without an attempt of its own.",
     ),
 ];
 
