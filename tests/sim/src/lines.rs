@@ -60,6 +60,31 @@ pub struct Hash {
     expires_at: Option<i64>,
 }
 
+/// A sorted set or hash, gone once expired or empty.
+trait Expiring {
+    fn gone(&self, now: i64) -> bool;
+}
+
+impl Expiring for Line {
+    fn gone(&self, now: i64) -> bool {
+        self.expires_at.is_some_and(|x| now > x) || self.members.is_empty()
+    }
+}
+
+impl Expiring for Hash {
+    fn gone(&self, now: i64) -> bool {
+        self.expires_at.is_some_and(|x| now > x) || self.fields.is_empty()
+    }
+}
+
+/// The live value at `k` in `map` (a gone one is removed, as Redis does on access).
+fn live<'a, T: Expiring>(map: &'a mut BTreeMap<String, T>, k: &str, now: i64) -> Option<&'a mut T> {
+    if map.get(k).is_some_and(|v| v.gone(now)) {
+        map.remove(k);
+    }
+    map.get_mut(k)
+}
+
 fn flag(key: &str) -> String {
     format!("{key}:w")
 }
@@ -87,30 +112,14 @@ impl Node {
         self.get(&flag(key)).is_some()
     }
 
-    /// The live line of `key` (an expired one is removed, as Redis does on access).
+    /// The live line of `key` (an expired or empty one is removed, as Redis does on access).
     pub(crate) fn line(&mut self, key: &str) -> Option<&mut Line> {
-        let (k, now) = (line_key(key), self.now);
-        if self
-            .lines
-            .get(&k)
-            .is_some_and(|l| l.expires_at.is_some_and(|x| now > x) || l.members.is_empty())
-        {
-            self.lines.remove(&k);
-        }
-        self.lines.get_mut(&k)
+        live(&mut self.lines, &line_key(key), self.now)
     }
 
     /// The live registrations of `key`.
     fn regs(&mut self, key: &str) -> Option<&mut Hash> {
-        let (k, now) = (regs_key(key), self.now);
-        if self
-            .hashes
-            .get(&k)
-            .is_some_and(|h| h.expires_at.is_some_and(|x| now > x) || h.fields.is_empty())
-        {
-            self.hashes.remove(&k);
-        }
-        self.hashes.get_mut(&k)
+        live(&mut self.hashes, &regs_key(key), self.now)
     }
 
     /// The waiter ids in `key`'s line at true time `t`, first first.
