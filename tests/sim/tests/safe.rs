@@ -32,6 +32,11 @@ fn safe_scenarios_have_no_violation() {
         );
         runs += b.runs;
         events += b.events;
+        // Grants are in use wherever waiters register (notification on, unfenced calls): a
+        // change that stops them from ever winning a call shows here.
+        if s.notify && !s.fenced && b.by_grants == 0 {
+            failures.push(format!("{}: no lock was won by a release's grant", s.name));
+        }
         if let Some((seed, what)) = b.failure {
             println!("{}", replay(s, Mutant::None, seed, 40));
             failures.push(format!("{}: SEED={seed:#x}: {what}", s.name));
