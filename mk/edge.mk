@@ -14,7 +14,7 @@ EDGE_WASM_ENV := CARGO_PROFILE_RELEASE_OPT_LEVEL=s CARGO_PROFILE_RELEASE_LTO=tru
   CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 CARGO_PROFILE_RELEASE_DEBUG=0 \
   CARGO_PROFILE_RELEASE_PANIC=abort CARGO_PROFILE_RELEASE_STRIP=debuginfo
 
-.PHONY: deps-edge edge-wasm test-edge bench-edge edge-pack
+.PHONY: deps-edge edge-wasm test-edge bench-edge bench-edge-handoff edge-pack
 TEST_TARGETS += test-edge
 DEPS_TARGETS += deps-edge
 
@@ -76,6 +76,12 @@ test-edge: harness edge-wasm edge/node_modules
 edge-pack: edge-wasm
 	@mkdir -p $(EDGE_TARGET)/edge-pack
 	cd $(EDGE_DIR) && $(NPM) pack --pack-destination $(EDGE_TARGET)/edge-pack
+
+## bench-edge-handoff: one lock passed between 8 edge clients in separate Node processes
+## (hold 1 ms, 2 ms outside); QL_EDGE_APIS=label=path/to/api.js,... compares builds.
+bench-edge-handoff: deps harness edge-wasm edge/node_modules
+	cd bench/node && $(NPM) ci --no-audit --no-fund
+	$(abspath $(HARNESS)) exec --nodes 5 -- node $(EDGE_DIR)/bench/handoff.mjs
 
 ## bench-edge: .wasm size, and acquire+release through ioredis vs node-redlock 5 on 5 nodes.
 bench-edge: deps harness edge-wasm edge/node_modules
