@@ -51,6 +51,14 @@ pub enum End {
     Won,
 }
 
+/// Whether a grant notice of registration `number` counts for a waiter whose current
+/// registration is `current` (0: none), the rule of [`Grants::counts`] for drivers that keep
+/// the number apart from their `Grants` (the engine's registry, which records notices on the
+/// subscriber tasks; the edge package's listeners).
+pub fn counts(current: u64, number: u64) -> bool {
+    current != 0 && current == number
+}
+
 /// A waiting call's registrations for grants.
 #[derive(Clone, Debug, Default)]
 pub struct Grants {
@@ -118,7 +126,7 @@ impl Grants {
         if self.mutant == crate::mutant::Mutant::StaleGrants {
             return self.current.is_some();
         }
-        self.current.as_ref().is_some_and(|r| r.number == number)
+        counts(self.current.as_ref().map_or(0, |r| r.number), number)
     }
 
     /// Between attempts, `granted` (node bits) granted the current registration: a quorum
@@ -241,6 +249,10 @@ mod tests {
         assert_eq!(second.as_ref().map(|r| (r.number, r.sent_us)), Some((2, 9)));
         assert!(!g.counts(1), "a late notice of the first");
         assert!(g.counts(2));
+        assert!(
+            counts(2, 2) && !counts(2, 1) && !counts(0, 0),
+            "the rule on its own"
+        );
         assert_ne!(g.current().map(|r| &r.value), None);
     }
 

@@ -11,6 +11,7 @@ use std::task::{Context, Poll, Waker};
 use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
 use quorumlock_proto::command::{self, Failure, Reply, error_kind};
 use quorumlock_proto::error::Error;
+use quorumlock_proto::grants;
 use quorumlock_proto::line::bit;
 use quorumlock_proto::report::{NodeCategory, NodeKind, Report};
 use quorumlock_proto::value::Random;
@@ -337,7 +338,7 @@ pub fn notice(listener: u32, node: u32, channel: JsValue, message: JsValue) {
         if mine {
             let b = bit(usize::try_from(node).ok()?);
             heard.popped |= b;
-            if grant.is_some_and(|n| n == heard.registration) {
+            if grant.is_some_and(|n| grants::counts(heard.registration, n)) {
                 heard.granted |= b;
             }
         }

@@ -46,6 +46,7 @@ use crate::clock::MonoTime;
 use crate::report::NodeKind;
 use crate::warning::{Warning, WarningKind};
 use quorumlock_proto::command;
+use quorumlock_proto::grants;
 use quorumlock_proto::line::bit;
 
 /// How long a node's pub/sub connection stays open without listeners.
@@ -164,7 +165,7 @@ impl Registry {
                     if let Some(n) = granted {
                         // A grant of a registration the waiter gave back since (its LEAVE
                         // handed that key on) is no grant now.
-                        if n != w.registration.load(Ordering::Relaxed) {
+                        if !grants::counts(w.registration.load(Ordering::Relaxed), n) {
                             return;
                         }
                         w.granted.fetch_or(bit, Ordering::Relaxed);
