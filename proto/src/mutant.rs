@@ -4,8 +4,9 @@
 //! [`crate::acquisition::Acquisition::with_mutant`] plants one in an acquisition: each hook is
 //! a `#[cfg(feature = "mutants")]` adjustment at the decision it breaks (the round's early
 //! decision in [`crate::round::Tally`], the quorum checks, the validity terms and the cleanup
-//! plan in [`crate::acquisition`]). With [`Mutant::None`] the machine behaves exactly as
-//! without the feature. [`Mutant::ExtendSet`] has no hook here: it is the simulator's extend
+//! plan in [`crate::acquisition`]); [`crate::grants::Grants::with_mutant`] plants
+//! [`Mutant::StaleGrants`] in a waiter's registrations. With [`Mutant::None`] the machine
+//! behaves exactly as without the feature. [`Mutant::ExtendSet`] has no hook here: it is the simulator's extend
 //! that sends `SET`.
 
 use crate::quorum::Round;
