@@ -285,12 +285,7 @@ impl Driver<'_> {
             return None;
         };
         let r = self.grants.register(now_us, random).ok()?;
-        let reg = command::Registration {
-            value: &r.value,
-            ttl_ms: self.ttl_ms,
-            number: r.number,
-        };
-        let c = command::mark_registered(key, id, self.line.ttl_ms(), reg, front)?;
+        let c = r.mark(key, id, self.line.ttl_ms(), self.ttl_ms, front)?;
         Some(prepare(vec![c]))
     }
 

@@ -24,6 +24,27 @@ pub struct Registration {
     pub sent_us: u64,
 }
 
+impl Registration {
+    /// The registering mark of this registration ([`command::mark_registered`]) of waiter
+    /// `waiter` on `key`, for a lock of `ttl_ms`, its flag and line lasting `line_ttl_ms`;
+    /// first in line with `front`. `None` for a key without a waiter line.
+    pub fn mark(
+        &self,
+        key: &[u8],
+        waiter: &[u8],
+        line_ttl_ms: u64,
+        ttl_ms: u64,
+        front: bool,
+    ) -> Option<command::Command> {
+        let reg = command::Registration {
+            value: &self.value,
+            ttl_ms,
+            number: self.number,
+        };
+        command::mark_registered(key, waiter, line_ttl_ms, reg, front)
+    }
+}
+
 /// What the grants heard so far mean, between attempts ([`Grants::check`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {

@@ -73,12 +73,7 @@ impl Waiter {
         let [key] = &self.keys[..] else {
             return None;
         };
-        let r = command::Registration {
-            value: &reg.value,
-            ttl_ms,
-            number: reg.number,
-        };
-        command::mark_registered(key, &self.id, self.ttl_ms, r, front)
+        reg.mark(key, &self.id, self.ttl_ms, ttl_ms, front)
     }
 
     /// Writes `cmd` to the nodes of `nodes` now.

@@ -239,6 +239,24 @@ mod tests {
         x.to_owned()
     }
 
+    /// `SET k value NX PX ttl_ms`.
+    fn set(value: &str, ttl_ms: u64) -> Cmd {
+        Cmd::SetNx {
+            key: s("k"),
+            value: s(value),
+            ttl_ms,
+        }
+    }
+
+    /// RELEASE-ONE of `k` in mode "2".
+    fn release(value: &str) -> Cmd {
+        Cmd::ReleaseOne {
+            key: s("k"),
+            value: s(value),
+            notify: true,
+        }
+    }
+
     fn mark(id: &str, front: bool, reg: Option<&str>) -> Cmd {
         Cmd::Mark {
             key: s("k"),
@@ -252,12 +270,7 @@ mod tests {
     #[test]
     fn a_release_grants_the_first_registered_waiter_and_names_the_next() {
         let mut n = Node::new(Clock::new(0, 1.0), true);
-        let set = Cmd::SetNx {
-            key: s("k"),
-            value: s("holder"),
-            ttl_ms: 10_000,
-        };
-        assert_eq!(n.exec(0, &set), Reply::Ok);
+        assert_eq!(n.exec(0, &set("holder", 10_000)), Reply::Ok);
         assert_eq!(
             n.exec(1, &mark("c0.1", false, Some("500:1:v1"))),
             Reply::Int(1)
@@ -270,24 +283,9 @@ mod tests {
             Reply::Int(1),
             "already first"
         );
-        let release = |v: &str| Cmd::ReleaseOne {
-            key: s("k"),
-            value: s(v),
-            notify: true,
-        };
         assert_eq!(n.exec(10, &release("holder")), Reply::Int(1));
         assert_eq!(n.published, [(s("k:released:c2"), s("c2.1"))]);
-        assert_eq!(
-            n.exec(
-                20,
-                &Cmd::SetNx {
-                    key: s("k"),
-                    value: s("x"),
-                    ttl_ms: 100,
-                }
-            ),
-            Reply::Ok
-        );
+        assert_eq!(n.exec(20, &set("x", 100)), Reply::Ok);
         assert_eq!(n.exec(30, &release("x")), Reply::Int(1));
         assert_eq!(n.published, [(s("k:released:c0"), s("c0.1 g1"))]);
         assert_eq!(n.exec(31, &Cmd::Get { key: s("k") }), Reply::Bulk(s("v1")));
@@ -303,17 +301,7 @@ mod tests {
         assert_eq!(n.published, [(s("k:released:c1"), s("c1.1"))]);
         assert_eq!(n.exec(41, &leave), Reply::Int(0));
         // Nobody in line: the plain channel.
-        assert_eq!(
-            n.exec(
-                50,
-                &Cmd::SetNx {
-                    key: s("k"),
-                    value: s("y"),
-                    ttl_ms: 100,
-                }
-            ),
-            Reply::Ok
-        );
+        assert_eq!(n.exec(50, &set("y", 100)), Reply::Ok);
         assert_eq!(n.exec(60, &release("y")), Reply::Int(1));
         assert_eq!(n.published, [(s("k:released"), s("k"))]);
     }
@@ -321,21 +309,9 @@ mod tests {
     #[test]
     fn an_expired_registration_grants_nothing() {
         let mut n = Node::new(Clock::new(0, 1.0), true);
-        n.exec(
-            0,
-            &Cmd::SetNx {
-                key: s("k"),
-                value: s("h"),
-                ttl_ms: 10_000,
-            },
-        );
+        n.exec(0, &set("h", 10_000));
         n.exec(0, &mark("c0.1", false, Some("100:1:v")));
-        let release = Cmd::ReleaseOne {
-            key: s("k"),
-            value: s("h"),
-            notify: true,
-        };
-        assert_eq!(n.exec(200_000, &release), Reply::Int(1));
+        assert_eq!(n.exec(200_000, &release("h")), Reply::Int(1));
         assert_eq!(n.published, [(s("k:released:c0"), s("c0.1"))]);
         assert_eq!(n.exec(200_001, &Cmd::Get { key: s("k") }), Reply::Nil);
     }
