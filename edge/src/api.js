@@ -218,7 +218,16 @@ export class Lock {
   async release() {
     const r = await wait(this.#handle.release())
     this.#forget(this)
-    return Object.freeze({ ...r, nodes: freezeNodes(r.nodes) })
+    // The per-node report crosses from the engine only when read.
+    const handle = this.#handle
+    let nodes
+    return Object.freeze({
+      ...r,
+      get nodes() {
+        nodes ??= freezeNodes(handle.releaseNodes())
+        return nodes
+      },
+    })
   }
 
   async [Symbol.asyncDispose]() {

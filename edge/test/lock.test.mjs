@@ -47,10 +47,28 @@ test('acquire writes one value on every node and release removes it', async () =
   assert.ok(report.wasHeldByQuorum)
   assert.ok(report.releasedCount >= 3)
   assert.equal(report.nodes.length, 5)
+  // The per-node report is made when first read, then the same frozen array.
+  assert.ok(report.nodes.every((n) => n.kind === 'Released'), JSON.stringify(report.nodes))
+  assert.equal(report.nodes, report.nodes)
+  assert.ok(Object.isFrozen(report) && Object.isFrozen(report.nodes))
+  assert.deepEqual(Object.keys(report).sort(), ['nodes', 'releasedCount', 'wasHeldByQuorum'])
   assert.deepEqual(await keysOn(name), [null, null, null, null, null])
   assert.equal(lock.remainingMs, 0)
   const again = await lock.release()
   assert.equal(again.releasedCount, report.releasedCount, 'idempotent')
+})
+
+test('scripts flushed from the nodes are sent whole again (NOSCRIPT)', async () => {
+  const name = unique()
+  const lock = await client.acquire([name, unique()], { ttlMs: 5000 })
+  await Promise.all(redis.map((r) => r.script('FLUSH')))
+  await lock.extend(5000)
+  assert.ok(lock.remainingMs > 4000, `remaining ${lock.remainingMs}`)
+  await Promise.all(redis.map((r) => r.script('FLUSH')))
+  const report = await lock.release()
+  assert.equal(report.releasedCount, 5)
+  assert.ok(report.nodes.every((n) => n.kind === 'Released'), JSON.stringify(report.nodes))
+  assert.deepEqual(await keysOn(name), [null, null, null, null, null])
 })
 
 test('a held resource is busy for another client, with per-node detail', async () => {

@@ -60,8 +60,12 @@ export class LockHandle {
      */
     lostError(): any;
     /**
-     * Releases on every node; idempotent. Resolves to `{ releasedCount, wasHeldByQuorum,
-     * nodes }`.
+     * The per-node report of the release; empty before it.
+     */
+    releaseNodes(): Array<any>;
+    /**
+     * Releases on every node; idempotent. Resolves to `{ releasedCount, wasHeldByQuorum }`;
+     * the per-node report is [`LockHandle::release_nodes`], made only when read.
      */
     release(): Promise<any>;
     /**
@@ -169,6 +173,7 @@ export interface InitOutput {
     readonly lockhandle_lostError: (a: number) => any;
     readonly lockhandle_nodes: (a: number) => any;
     readonly lockhandle_release: (a: number) => any;
+    readonly lockhandle_releaseNodes: (a: number) => any;
     readonly lockhandle_remainingMs: (a: number) => number;
     readonly lockhandle_setAutoExtend: (a: number, b: number) => [number, number];
     readonly lockhandle_tokens: (a: number) => [number, number];
@@ -177,8 +182,8 @@ export interface InitOutput {
     readonly notice: (a: number, b: number, c: any, d: any) => void;
     readonly settle: (a: number, b: number, c: any) => void;
     readonly version: () => [number, number];
-    readonly __wasm_bindgen_func_elem_467: (a: number, b: number, c: any) => [number, number];
-    readonly __wasm_bindgen_func_elem_474: (a: number, b: number, c: any, d: any) => void;
+    readonly __wasm_bindgen_func_elem_471: (a: number, b: number, c: any) => [number, number];
+    readonly __wasm_bindgen_func_elem_478: (a: number, b: number, c: any, d: any) => void;
     readonly __wasm_bindgen_func_elem_179: (a: number, b: number, c: number) => void;
     readonly __wbindgen_export: (a: number, b: number) => number;
     readonly __wbindgen_export2: (a: number, b: number, c: number, d: number) => number;

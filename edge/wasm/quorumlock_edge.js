@@ -185,8 +185,16 @@ export class LockHandle {
         return ret;
     }
     /**
-     * Releases on every node; idempotent. Resolves to `{ releasedCount, wasHeldByQuorum,
-     * nodes }`.
+     * The per-node report of the release; empty before it.
+     * @returns {Array<any>}
+     */
+    releaseNodes() {
+        const ret = wasm.lockhandle_releaseNodes(this.__wbg_ptr);
+        return ret;
+    }
+    /**
+     * Releases on every node; idempotent. Resolves to `{ releasedCount, wasHeldByQuorum }`;
+     * the per-node report is [`LockHandle::release_nodes`], made only when read.
      * @returns {Promise<any>}
      */
     release() {
@@ -489,7 +497,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_474(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_478(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -515,7 +523,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_474(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_478(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -594,8 +602,8 @@ function __wbg_get_imports() {
             arg0.unlisten(arg1 >>> 0);
         }, arguments); },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 117, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_467);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 118, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_471);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
@@ -633,15 +641,15 @@ function __wbg_get_imports() {
     };
 }
 
-function __wasm_bindgen_func_elem_467(arg0, arg1, arg2) {
-    const ret = wasm.__wasm_bindgen_func_elem_467(arg0, arg1, arg2);
+function __wasm_bindgen_func_elem_471(arg0, arg1, arg2) {
+    const ret = wasm.__wasm_bindgen_func_elem_471(arg0, arg1, arg2);
     if (ret[1]) {
         throw takeFromExternrefTable0(ret[0]);
     }
 }
 
-function __wasm_bindgen_func_elem_474(arg0, arg1, arg2, arg3) {
-    wasm.__wasm_bindgen_func_elem_474(arg0, arg1, arg2, arg3);
+function __wasm_bindgen_func_elem_478(arg0, arg1, arg2, arg3) {
+    wasm.__wasm_bindgen_func_elem_478(arg0, arg1, arg2, arg3);
 }
 
 function __wasm_bindgen_func_elem_179(arg0, arg1, arg2) {

@@ -433,11 +433,14 @@ impl Inner {
         argv.extend(args.iter().cloned());
         let first = self.transport.request(i, &argv);
         let me = self.clone();
-        let full = cmd.argv();
+        let script = *script;
         Box::pin(async move {
             match first.await {
                 Err((_, text)) if text.starts_with("NOSCRIPT") => {
-                    me.transport.request(i, &full).await
+                    // The whole script ([`Command::argv`]) goes out only after a NOSCRIPT.
+                    argv[0] = b"EVAL".to_vec();
+                    argv[1] = script.source().as_bytes().to_vec();
+                    me.transport.request(i, &argv).await
                 }
                 other => other,
             }

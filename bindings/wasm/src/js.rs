@@ -145,6 +145,11 @@ thread_local! {
 
 const MAX_INTERNED: usize = 512;
 
+thread_local! {
+    /// The texts of the last request's arguments by position, with their JavaScript strings.
+    static LAST_ARGS: RefCell<Vec<(Vec<u8>, JsValue)>> = const { RefCell::new(Vec::new()) };
+}
+
 /// `text` as a JavaScript string; recurring short texts are made once.
 fn text_js(text: &[u8], recurring: bool) -> Option<JsValue> {
     let s = std::str::from_utf8(text).ok()?;
@@ -616,20 +621,41 @@ impl Transport {
         argv: &[Vec<u8>],
     ) -> impl Future<Output = Result<Reply, Failure>> + use<> {
         let args = Array::new_with_length(u32::try_from(argv.len()).unwrap_or(u32::MAX));
-        for (i, a) in argv.iter().enumerate() {
-            // The lock value (40 hex characters) looks like a SHA but never recurs: only
-            // the script argument position of EVALSHA is interned.
-            let recurring = if i == 1 {
-                argv[0] == b"EVALSHA"
-            } else {
-                a.len() != 40 && recurring_arg(a)
-            };
-            let v = match text_js(a, recurring) {
-                Some(s) => s,
-                None => Uint8Array::from(a.as_slice()).into(),
-            };
-            args.set(u32::try_from(i).unwrap_or(u32::MAX), v);
-        }
+        LAST_ARGS.with(|last| {
+            let mut last = last.borrow_mut();
+            last.truncate(argv.len());
+            for (i, a) in argv.iter().enumerate() {
+                let v = match last.get(i) {
+                    // A round sends the same command to every node: its texts (the keys,
+                    // the lock value) are made once for all of them.
+                    Some((bytes, v)) if bytes == a => v.clone(),
+                    _ => {
+                        // The lock value (40 hex characters) looks like a SHA but never
+                        // recurs: only the script argument position of EVALSHA is interned.
+                        let recurring = if i == 1 {
+                            argv[0] == b"EVALSHA"
+                        } else {
+                            a.len() != 40 && recurring_arg(a)
+                        };
+                        match text_js(a, recurring) {
+                            Some(s) => {
+                                // JavaScript strings are immutable: safe to hand out again.
+                                let entry = (a.clone(), s.clone());
+                                if i < last.len() {
+                                    last[i] = entry;
+                                } else if i == last.len() {
+                                    last.push(entry);
+                                }
+                                s
+                            }
+                            // Bytes are a fresh, mutable array for each request.
+                            None => Uint8Array::from(a.as_slice()).into(),
+                        }
+                    }
+                };
+                args.set(u32::try_from(i).unwrap_or(u32::MAX), v);
+            }
+        });
         let pending = Pending::new();
         let sent = self.send(u32::try_from(node).unwrap_or(u32::MAX), args, pending.id);
         async move {
@@ -790,12 +816,12 @@ pub fn error_js(e: &Error) -> JsValue {
     o.into()
 }
 
-/// A release report as `{ releasedCount, wasHeldByQuorum, nodes }`.
+/// A release report's counts as `{ releasedCount, wasHeldByQuorum }` (its nodes are made
+/// only when read: `LockHandle::release_nodes`).
 pub fn release_js(r: &Report) -> JsValue {
     let o = Object::new();
     set(&o, "releasedCount", r.released_count() as f64);
     set(&o, "wasHeldByQuorum", r.was_held_by_quorum());
-    set(&o, "nodes", report_js(r));
     o.into()
 }
 

@@ -393,10 +393,19 @@ impl LockHandle {
         })
     }
 
-    /// Releases on every node; idempotent. Resolves to `{ releasedCount, wasHeldByQuorum,
-    /// nodes }`.
+    /// Releases on every node; idempotent. Resolves to `{ releasedCount, wasHeldByQuorum }`;
+    /// the per-node report is [`LockHandle::release_nodes`], made only when read.
     pub fn release(&self) -> Promise {
         let s = self.s.clone();
         future_to_promise(async move { Ok(release_js(&release(&s).await)) })
+    }
+
+    /// The per-node report of the release; empty before it.
+    #[wasm_bindgen(js_name = releaseNodes)]
+    pub fn release_nodes(&self) -> Array {
+        match &self.s.state.borrow().phase {
+            Phase::Released(r) => report_js(r),
+            _ => Array::new(),
+        }
     }
 }
