@@ -1,7 +1,8 @@
 """Prints the hand-off benchmark side by side (a Markdown table) from the JSON files of
 bench/rust/src/bin/handoff.rs and bench/node/handoff.mjs, with the ratios and the goals of
 issue 8 item 4 and issue 20 goal 5 (with `--outside-ms`: per-worker counts within 2x of each
-other). Used by `bench/run handoff`; not a test.
+other), and each notified row's median gap against the floor of the Rust program's JSON (how
+soon a quorum's release messages can be heard on these nodes). Used by `bench/run handoff`; not a test.
 
     python3 bench/handoff_table.py RUST_JSON NODE_JSON
 """
@@ -43,6 +44,13 @@ def main(rust_path, node_path):
         f"{node['load_before']} before the Node rows, {node['load_after']} at the end."
     )
     print("Gap: from the start of a holder's release call to the next holder's acquire returning.")
+    floor = rust.get("floor") or {}
+    if floor.get("p50_us"):
+        print(
+            f"Floor ({floor['cycles']} cycles by hand with redis-rs, the same pause as the hold): "
+            f"{floor['what']}: p50 {floor['p50_us']} µs (p25 {floor['p25_us']}, p75 "
+            f"{floor['p75_us']}, p99 {floor['p99_us']})."
+        )
     print()
     head = [
         "impl",
@@ -118,6 +126,16 @@ def main(rust_path, node_path):
             f"{'':{len(name)}}  per-worker counts {q['per_worker_min']}..{q['per_worker_max']}: "
             f"x{spread:.2f} (goal <= {FAIRNESS_GOAL:g}: {verdict(spread <= FAIRNESS_GOAL)})"
         )
+        if floor.get("p50_us"):
+            # One holder at a time: each acquisition takes a hold and then a hand-off, which
+            # can be no quicker than the floor.
+            bound = 1e6 / (q["hold_p50_us"] + floor["p50_us"])
+            print(
+                f"{'':{len(name)}}  median gap x{ratio_of(q['gap_p50_us'], floor['p50_us']):.2f} "
+                f"of the floor's p50 ({q['gap_p50_us'] - floor['p50_us']:+d} µs); with every gap at "
+                f"the floor, 1 / (hold p50 + floor p50) = {bound:.0f} acq/s, "
+                f"x{ratio_of(bound, tput(best)):.2f} of the best peer"
+            )
         h_ratio = ratio_of(handoffs_per_sec(q), handoffs_per_sec(best_handoff))
         print(
             f"{'':{len(name)}}  hand-offs to another worker/s x{h_ratio:.1f} of the best peer "

@@ -9,8 +9,11 @@
 //! ```text
 //! cargo run --release -p quorumlock-bench --bin handoff -- [--secs 10] [--workers 8]
 //!     [--hold-ms 1] [--outside-ms 0] [--persist always|none|everysec] [--short-delay-ms 10]
-//!     [--short-jitter-ms 10] [--only on,on-shared,on-2,off,off-short] [--json FILE]
+//!     [--short-jitter-ms 10] [--only floor,on,on-shared,on-2,off,off-short] [--json FILE]
 //! ```
+//!
+//! First, the floor (`handoff_floor.rs`): how soon, on these nodes, a listener hears a quorum
+//! of them publish a granting release sent by hand with redis-rs. No hand-off can be quicker.
 //!
 //! Rows: release notification on (each task its own `Client`, like separate processes; all
 //! tasks sharing one `Client`; and `on-2`, not run by default: two `Client`s of four tasks
@@ -28,6 +31,8 @@
 
 #[path = "../common.rs"]
 mod common;
+#[path = "../handoff_floor.rs"]
+mod handoff_floor;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -54,10 +59,12 @@ const TTL: Duration = Duration::from_secs(10);
 const RETRY_COUNT: u32 = 1_000_000;
 /// The wait budget of every acquire call.
 const WAIT: Duration = Duration::from_secs(30);
+/// Measured seconds of the floor (at most).
+const FLOOR_SECS: f64 = 3.0;
 /// Printed for `--help` and bad arguments.
 const USAGE: &str = "usage: handoff [--secs S] [--workers N] [--hold-ms MS] [--outside-ms MS] \
 [--persist always|none|everysec] [--short-delay-ms MS] [--short-jitter-ms MS] \
-[--only on,on-shared,on-2,off,off-short] [--json FILE]";
+[--only floor,on,on-shared,on-2,off,off-short] [--json FILE]";
 
 /// Command-line settings.
 struct Args {
@@ -608,6 +615,18 @@ fn main() -> Result<(), BoxError> {
         .worker_threads(THREADS)
         .enable_all()
         .build()?;
+    let floor = if args.only.is_empty() || args.only.iter().any(|o| o == "floor") {
+        let f = rt.block_on(handoff_floor::notice_floor(
+            &urls,
+            args.secs.min(FLOOR_SECS),
+            WARMUP,
+            args.hold,
+        ))?;
+        eprintln!("  floor: {f}");
+        f
+    } else {
+        Json::Null
+    };
     let rows = rt.block_on(bench(&args, &urls))?;
     drop(rt);
     drop(cluster);
@@ -618,6 +637,7 @@ fn main() -> Result<(), BoxError> {
         "ttl_ms": TTL.as_millis() as u64, "retry_count": RETRY_COUNT, "wait_ms": WAIT.as_millis() as u64,
         "tokio_threads": THREADS, "load_before": load_before, "load_after": common::loadavg(),
         "gap": "start of the previous holder's release call -> next holder's acquire returned",
+        "floor": floor,
         "rows": rows,
     });
     match &args.json {
