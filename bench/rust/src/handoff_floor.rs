@@ -17,7 +17,7 @@ use futures_util::stream::select_all;
 use quorumlock::MonoTime;
 use serde_json::{Value as Json, json};
 
-/// Writes the key to ARGV[1] and publishes ARGV[2] on KEYS[2]: a granting release's effect.
+/// Writes the key to `ARGV[1]` and publishes `ARGV[2]` on `KEYS[2]`: a granting release's effect.
 const GRANT: &str = "redis.call('SET', KEYS[1], ARGV[1], 'PX', 10000) \
 redis.call('PUBLISH', KEYS[2], ARGV[2]) return 1";
 
