@@ -182,9 +182,9 @@ export interface InitOutput {
     readonly notice: (a: number, b: number, c: any, d: any) => void;
     readonly settle: (a: number, b: number, c: any) => void;
     readonly version: () => [number, number];
-    readonly __wasm_bindgen_func_elem_471: (a: number, b: number, c: any) => [number, number];
-    readonly __wasm_bindgen_func_elem_478: (a: number, b: number, c: any, d: any) => void;
-    readonly __wasm_bindgen_func_elem_179: (a: number, b: number, c: number) => void;
+    readonly __wasm_bindgen_func_elem_469: (a: number, b: number, c: any) => [number, number];
+    readonly __wasm_bindgen_func_elem_476: (a: number, b: number, c: any, d: any) => void;
+    readonly __wasm_bindgen_func_elem_177: (a: number, b: number, c: number) => void;
     readonly __wbindgen_export: (a: number, b: number) => number;
     readonly __wbindgen_export2: (a: number, b: number, c: number, d: number) => number;
     readonly __wbindgen_export3: (a: number, b: number, c: number) => void;

@@ -497,7 +497,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_478(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_476(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -523,7 +523,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_478(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_476(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -533,10 +533,6 @@ function __wbg_get_imports() {
             } finally {
                 state0.a = 0;
             }
-        },
-        __wbg_new_with_length_a3dc62dea6e2e158: function(arg0) {
-            const ret = new Array(arg0 >>> 0);
-            return ret;
         },
         __wbg_now_82d5e65bcdcd3dc4: function() {
             const ret = performance.now();
@@ -560,8 +556,10 @@ function __wbg_get_imports() {
             const ret = Promise.resolve(arg0);
             return ret;
         },
-        __wbg_send_e0003999f6f11192: function() { return handleError(function (arg0, arg1, arg2, arg3) {
-            arg0.send(arg1 >>> 0, arg2, arg3 >>> 0);
+        __wbg_send_ac94c3dc3c99a7b9: function() { return handleError(function (arg0, arg1, arg2, arg3, arg4) {
+            var v0 = getArrayJsValueFromWasm0(arg2, arg3);
+            wasm.__wbindgen_export3(arg2, arg3 * 4, 4);
+            arg0.send(arg1 >>> 0, v0, arg4 >>> 0);
         }, arguments); },
         __wbg_setTimeout_556c93760c6655dd: function(arg0, arg1, arg2) {
             const ret = setTimeout(arg0, arg1, arg2 >>> 0);
@@ -571,9 +569,6 @@ function __wbg_get_imports() {
             const ret = Reflect.set(arg0, arg1, arg2);
             return ret;
         }, arguments); },
-        __wbg_set_d2d33b52458e984a: function(arg0, arg1, arg2) {
-            arg0[arg1 >>> 0] = arg2;
-        },
         __wbg_static_accessor_GLOBAL_THIS_003ee833af9699fc: function() {
             const ret = typeof globalThis === 'undefined' ? undefined : globalThis;
             return isLikeNone(ret) ? 0 : addToExternrefTable0(ret);
@@ -603,12 +598,12 @@ function __wbg_get_imports() {
         }, arguments); },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 118, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_471);
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_469);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [U32], shim_idx: 6, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_179);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_177);
             return ret;
         },
         __wbindgen_generic_0000000000000003: function(arg0) {
@@ -641,19 +636,19 @@ function __wbg_get_imports() {
     };
 }
 
-function __wasm_bindgen_func_elem_471(arg0, arg1, arg2) {
-    const ret = wasm.__wasm_bindgen_func_elem_471(arg0, arg1, arg2);
+function __wasm_bindgen_func_elem_469(arg0, arg1, arg2) {
+    const ret = wasm.__wasm_bindgen_func_elem_469(arg0, arg1, arg2);
     if (ret[1]) {
         throw takeFromExternrefTable0(ret[0]);
     }
 }
 
-function __wasm_bindgen_func_elem_478(arg0, arg1, arg2, arg3) {
-    wasm.__wasm_bindgen_func_elem_478(arg0, arg1, arg2, arg3);
+function __wasm_bindgen_func_elem_476(arg0, arg1, arg2, arg3) {
+    wasm.__wasm_bindgen_func_elem_476(arg0, arg1, arg2, arg3);
 }
 
-function __wasm_bindgen_func_elem_179(arg0, arg1, arg2) {
-    wasm.__wasm_bindgen_func_elem_179(arg0, arg1, arg2);
+function __wasm_bindgen_func_elem_177(arg0, arg1, arg2) {
+    wasm.__wasm_bindgen_func_elem_177(arg0, arg1, arg2);
 }
 
 const EngineFinalization = (typeof FinalizationRegistry === 'undefined')
@@ -671,7 +666,7 @@ function addToExternrefTable0(obj) {
 
 const CLOSURE_DTORS = (typeof FinalizationRegistry === 'undefined')
     ? { register: () => {}, unregister: () => {} }
-    : new FinalizationRegistry(state => wasm.__wbindgen_export6(state.a, state.b));
+    : new FinalizationRegistry(state => wasm.__wbindgen_export7(state.a, state.b));
 
 function debugString(val) {
     switch (typeof val) {
@@ -738,7 +733,7 @@ function getArrayJsValueFromWasm0(ptr, len) {
     for (let i = ptr; i < ptr + 4 * len; i += 4) {
         result.push(wasm.__wbindgen_externrefs.get(mem.getUint32(i, true)));
     }
-    wasm.__wbindgen_export7(ptr, len);
+    wasm.__wbindgen_export6(ptr, len);
     return result;
 }
 
@@ -797,7 +792,7 @@ function makeClosure(arg0, arg1, f) {
     };
     real._wbg_cb_unref = () => {
         if (--state.cnt === 0) {
-            wasm.__wbindgen_export6(state.a, state.b);
+            wasm.__wbindgen_export7(state.a, state.b);
             state.a = 0;
             CLOSURE_DTORS.unregister(state);
         }
@@ -825,7 +820,7 @@ function makeMutClosure(arg0, arg1, f) {
     };
     real._wbg_cb_unref = () => {
         if (--state.cnt === 0) {
-            wasm.__wbindgen_export6(state.a, state.b);
+            wasm.__wbindgen_export7(state.a, state.b);
             state.a = 0;
             CLOSURE_DTORS.unregister(state);
         }

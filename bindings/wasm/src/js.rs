@@ -29,7 +29,7 @@ extern "C" {
     pub type Transport;
 
     #[wasm_bindgen(method, catch)]
-    fn send(this: &Transport, node: u32, argv: Array, id: u32) -> Result<(), JsValue>;
+    fn send(this: &Transport, node: u32, argv: Vec<JsValue>, id: u32) -> Result<(), JsValue>;
 
     #[wasm_bindgen(method, getter)]
     fn addresses(this: &Transport) -> JsValue;
@@ -620,7 +620,8 @@ impl Transport {
         node: usize,
         argv: &[Vec<u8>],
     ) -> impl Future<Output = Result<Reply, Failure>> + use<> {
-        let args = Array::new_with_length(u32::try_from(argv.len()).unwrap_or(u32::MAX));
+        // A `Vec` crosses to JavaScript as one array in one call (not a call per element).
+        let mut args = Vec::with_capacity(argv.len());
         LAST_ARGS.with(|last| {
             let mut last = last.borrow_mut();
             last.truncate(argv.len());
@@ -653,7 +654,7 @@ impl Transport {
                         }
                     }
                 };
-                args.set(u32::try_from(i).unwrap_or(u32::MAX), v);
+                args.push(v);
             }
         });
         let pending = Pending::new();
