@@ -6,8 +6,8 @@
 //! release that grants the key to a registered waiter does, REDLOCK.md §9), and a task with one
 //! pub/sub connection per node waits for the quorum-th message. The time from the sends to that
 //! message is the least any hand-off on these nodes can take: the nodes' script, write (with
-//! `appendfsync always`, its fsync) and publish, and the two hops. Cycles are `pause` apart, as
-//! the benchmark's holds are, so that idle CPUs wake up as they do there.
+//! `appendfsync always`, its fsync) and publish, and the two hops. Cycles are `pause` apart,
+//! slept on a blocking thread as the rows' holds are, so that idle CPUs wake up as they do there.
 
 use std::time::Duration;
 
@@ -81,7 +81,8 @@ pub async fn notice_floor(
         if t0 >= start + warmup {
             times.push(u64::try_from(took.as_micros()).unwrap_or(u64::MAX));
         }
-        tokio::time::sleep(pause).await;
+        // Paced as the rows hold the lock: a sleep on a blocking thread.
+        let _ = tokio::task::spawn_blocking(move || std::thread::sleep(pause)).await;
     }
     times.sort_unstable();
     let pct = |p: usize| times.get((times.len() * p / 100).min(times.len().saturating_sub(1)));
