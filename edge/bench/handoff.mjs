@@ -11,6 +11,8 @@
 //
 // QL_EDGE_APIS=label=path,... compares builds in one run, alternating ROUNDS (2) times: each
 // path is a copy of edge/src/api.js of another build (default: this one, labelled `this`).
+// First, the floor: how soon a process can hear a quorum of nodes publish a granting release
+// sent by hand with ioredis from another process (`floor()`).
 import { fork } from 'node:child_process'
 import { loadavg } from 'node:os'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -53,6 +55,28 @@ if (process.argv[2] === 'worker') {
   process.exit(0)
 }
 
+// The floor's listener: one ioredis subscriber per node; the time each cycle's quorum-th
+// message arrived, by cycle.
+if (process.argv[2] === 'floor-listener') {
+  const [, , , channel, end] = process.argv
+  const { default: IORedis } = await import(process.env.QL_IOREDIS)
+  const heard = new Map()
+  const quorum = Math.floor(URLS.length / 2) + 1
+  const subs = URLS.map((u) => new IORedis(u, { maxRetriesPerRequest: 1 }))
+  for (const sub of subs) {
+    sub.on('message', (_channel, cycle) => {
+      const n = (heard.get(cycle)?.n ?? 0) + 1
+      heard.set(cycle, { n, at: n === quorum ? now() : heard.get(cycle)?.at })
+    })
+  }
+  await Promise.all(subs.map((s) => s.subscribe(channel)))
+  process.send({ ready: true })
+  await sleep(Number(end) - now() + 300)
+  await Promise.allSettled(subs.map((s) => s.quit()))
+  process.send({ heard: [...heard].filter(([, h]) => h.at !== undefined).map(([c, h]) => [c, h.at]) })
+  process.exit(0)
+}
+
 const pct = (xs, p) => (xs.length ? xs[Math.min(Math.floor((xs.length * p) / 100), xs.length - 1)] : 0)
 
 /** One run of `api`: WORKERS processes on one fresh key. */
@@ -92,6 +116,42 @@ async function runOne(api, run) {
   }
 }
 
+// A granting release's effect (write the key, publish), as the floor sends it by hand.
+const GRANT = "redis.call('SET', KEYS[1], ARGV[1], 'PX', 10000) redis.call('PUBLISH', KEYS[2], ARGV[1]) return 1"
+
+/**
+ * The floor of a hand-off on these nodes with Node and ioredis: this process sends a granting
+ * release's script to every node (one ioredis client each) and a listener process hears the
+ * quorum-th node's message; cycles are a busy hold apart. No edge hand-off can be quicker.
+ */
+async function floor() {
+  const channel = `edge-handoff-floor:{${process.pid}}:released`
+  const key = `edge-handoff-floor:{${process.pid}}`
+  const from = now() + 1500
+  const end = from + Math.min(SECS, 3) * 1000
+  const self = fileURLToPath(import.meta.url)
+  const child = fork(self, ['floor-listener', channel, String(end)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const messages = []
+  const next = () => new Promise((resolve) => child.once('message', resolve))
+  await next()
+  const { default: IORedis } = await import(process.env.QL_IOREDIS)
+  const nodes = URLS.map((u) => new IORedis(u, { maxRetriesPerRequest: 1 }))
+  for (const n of nodes) n.defineCommand('grant', { numberOfKeys: 2, lua: GRANT })
+  const sent = new Map()
+  for (let cycle = 0; now() < end; cycle++) {
+    const t0 = now()
+    if (t0 >= from) sent.set(String(cycle), t0)
+    await Promise.all(nodes.map((n) => n.grant(key, channel, String(cycle))))
+    const held = now()
+    while (now() - held < HOLD_MS);
+  }
+  const { heard } = await next()
+  await Promise.allSettled(nodes.map((n) => n.quit()))
+  for (const [cycle, at] of heard) if (sent.has(cycle)) messages.push((at - sent.get(cycle)) * 1000)
+  messages.sort((a, b) => a - b)
+  return { cycles: messages.length, p50: Math.round(pct(messages, 50)), p99: Math.round(pct(messages, 99)) }
+}
+
 const here = new URL('../src/api.js', import.meta.url).href
 const apis = (process.env.QL_EDGE_APIS ?? `this=${fileURLToPath(here)}`)
   .split(',')
@@ -100,6 +160,9 @@ const apis = (process.env.QL_EDGE_APIS ?? `this=${fileURLToPath(here)}`)
 process.env.QL_IOREDIS ??= new URL('../../bench/node/node_modules/ioredis/built/index.js', import.meta.url).href
 console.log(`edge hand-off: ${URLS.length} nodes, ${WORKERS} worker processes, hold ${HOLD_MS} ms, ` +
   `outside ${OUTSIDE_MS} ms, ${SECS} s per run, ${ROUNDS} rounds; load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`)
+const f = await floor()
+console.log(`floor: a granting release's script sent by hand (ioredis) until another process heard the quorum-th ` +
+  `node's message, ${f.cycles} cycles: p50 ${f.p50} µs, p99 ${f.p99} µs`)
 console.log(`${'build'.padEnd(10)} ${'acq/s'.padStart(6)} ${'gap p50 µs'.padStart(11)} ${'gap p99 µs'.padStart(11)} ${'attempts/acq'.padStart(13)} ${'per worker'.padStart(12)} overlaps failed`)
 let run = 0
 for (let r = 0; r < ROUNDS; r++) {
