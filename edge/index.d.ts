@@ -285,7 +285,11 @@ export declare class Client {
   /** Acquires with auto-extension, runs `fn`, releases; rejects with QL_LOST if the lock was lost. */
   using<T>(resources: Resources, options: AcquireOptions, fn: (lock: Lock) => Promise<T> | T): Promise<T>
   using<T>(resources: Resources, fn: (lock: Lock) => Promise<T> | T): Promise<T>
-  /** Releases every lock of this client still held and refuses new acquisitions. */
+  /**
+   * Releases every lock of this client still held, refuses new acquisitions, and closes the
+   * connections the package opened for release notices (those of a transport built from
+   * `nodes`; a `transport` option is left to its owner).
+   */
   close(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
 }

@@ -244,6 +244,7 @@ function splitUsing(options, fn) {
 export class Client {
   #engine
   #ready
+  #transport
   #locks = new Set()
 
   /**
@@ -256,6 +257,8 @@ export class Client {
       throw new QuorumlockError({ code: 'QL_INVALID', message: 'QL_INVALID: the client options must be an object', nodes: [] })
     }
     const transport = call(() => transportOf(options, QuorumlockError))
+    // Only a transport the package built from `nodes` is closed with the client.
+    this.#transport = options.transport === undefined ? transport : null
     const onWarning = typeof options.onWarning === 'function' ? options.onWarning : emitWarning
     this.#engine = call(() => new Engine(options, hostOf(transport), onWarning))
     this.#ready = wait(this.#engine.connect())
@@ -319,12 +322,17 @@ export class Client {
     return result
   }
 
-  /** Releases every lock of this client still held and refuses new acquisitions. */
+  /**
+   * Releases every lock of this client still held, refuses new acquisitions, and closes the
+   * connections the package opened for release notices.
+   */
   async close() {
     this.#engine.close()
     const locks = [...this.#locks]
     this.#locks.clear()
     await Promise.all(locks.map((l) => l.release().catch(() => {})))
+    // The package's own notice connections (lingering after the last wait) end now.
+    await this.#transport?.close?.()
   }
 
   async [Symbol.asyncDispose]() {

@@ -36,13 +36,38 @@ function address(host, port, db) {
 }
 
 // Release notices (REDLOCK.md §9) on a second connection per node, opened by the first
-// subscription and closed with the last one, so that an idle client keeps no extra socket.
-// `open(deliver)` resolves to { subscribe(channels), unsubscribe(channels), close() } and
-// calls `deliver(channel, message)` for each message.
-function notices(open) {
+// subscription. A channel stays subscribed for LINGER_MS after its last listener left, and the
+// connection closes with the last such channel: a client whose calls wait for one lock again
+// and again (a worker that takes it in turn with others) then sends no UNSUBSCRIBE and
+// SUBSCRIBE, and opens no connection, per wait, while an idle client keeps no extra socket
+// for longer than that. `open(deliver)` resolves to { subscribe(channels),
+// unsubscribe(channels), close() } and calls `deliver(channel, message)` for each message.
+// The returned `subscribe` has a `close()` that ends the connection at once (Client.close).
+const LINGER_MS = 1000
+
+function notices(open, lingerMs = LINGER_MS) {
   const handlers = new Map()
+  // Subscribed channels without listeners, with the timer that unsubscribes them.
+  const lingering = new Map()
   let conn = null
-  return async function subscribe(channels, onMessage) {
+  const unref = (t) => (typeof t?.unref === 'function' ? t.unref() : t)
+  async function drop(mine) {
+    if (conn !== mine) return
+    conn = null
+    for (const t of lingering.values()) clearTimeout(t)
+    lingering.clear()
+    await (await mine.catch(() => null))?.close()
+  }
+  function expire(ch, mine) {
+    lingering.delete(ch)
+    if (conn !== mine || handlers.has(ch)) return
+    if (handlers.size === 0 && lingering.size === 0) {
+      drop(mine).catch(() => {})
+    } else {
+      mine.then((c) => c.unsubscribe([ch])).catch(() => {})
+    }
+  }
+  async function subscribe(channels, onMessage) {
     conn ??= open((channel, message) => {
       for (const f of handlers.get(channel) ?? []) f(channel, message)
     })
@@ -52,7 +77,13 @@ function notices(open) {
       let set = handlers.get(ch)
       if (!set) {
         handlers.set(ch, (set = new Set()))
-        fresh.push(ch)
+        if (lingering.has(ch)) {
+          // Still subscribed: nothing to send.
+          clearTimeout(lingering.get(ch))
+          lingering.delete(ch)
+        } else {
+          fresh.push(ch)
+        }
       }
       set.add(onMessage)
     }
@@ -67,24 +98,21 @@ function notices(open) {
     }
     if (fresh.length > 0) await c.subscribe(fresh)
     return async () => {
-      const gone = []
       for (const ch of channels) {
         const set = handlers.get(ch)
         if (!set) continue
         set.delete(onMessage)
         if (set.size === 0) {
           handlers.delete(ch)
-          gone.push(ch)
+          if (conn === mine && !lingering.has(ch)) {
+            lingering.set(ch, unref(setTimeout(() => expire(ch, mine), lingerMs)))
+          }
         }
-      }
-      if (handlers.size === 0 && conn === mine) {
-        conn = null
-        await c.close()
-      } else if (gone.length > 0) {
-        await c.unsubscribe(gone).catch(() => {})
       }
     }
   }
+  subscribe.close = () => (conn ? drop(conn) : Promise.resolve())
+  return subscribe
 }
 
 /** One ioredis client (`new Redis(...)`) as a node. */
@@ -253,6 +281,8 @@ export function transport(nodes) {
       typeof list[i].subscribe === 'function'
         ? list[i].subscribe(channels, onMessage)
         : Promise.reject(new Error('this node has no pub/sub'))
+    // Ends the notice connections at once, lingering ones included.
+    t.close = () => Promise.allSettled(list.map((n) => n.subscribe?.close?.()))
   }
   return t
 }

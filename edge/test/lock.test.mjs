@@ -228,8 +228,43 @@ test('a waiter wakes at a release notice, not after its retry delay, and closes 
   assert.ok(woke < 1500, `woke ${woke.toFixed(0)} ms after the release (retry delay 3000 ms)`)
   assert.equal(second.attempts, 1, 'the release granted it the key: no second attempt')
   await second.release()
-  await new Promise((r) => setTimeout(r, 200))
-  assert.equal(await connections(redis[0]), before, 'the subscriber connection is closed again')
+  // The notice connection lingers a second after the last wait (for the next one), then closes.
+  let now
+  for (let i = 0; i < 30 && (now = await connections(redis[0])) !== before; i++) {
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  assert.equal(now, before, 'the subscriber connection is closed again')
+})
+
+async function subscribes(r) {
+  const m = /cmdstat_subscribe:calls=(\d+)/.exec(await r.info('commandstats'))
+  return m ? Number(m[1]) : 0
+}
+
+test('waits one after another reuse the notice connection and its subscriptions; close() ends them', async () => {
+  const name = unique()
+  const mine = await Client.connect({ nodes: redis, nodeTimeoutMs: 500 })
+  try {
+    // The other clients' notice connections from earlier tests linger a second, then close.
+    await new Promise((r) => setTimeout(r, 1300))
+    const before = await connections(redis[0])
+    let subscribed
+    for (let round = 0; round < 3; round++) {
+      const lock = await client.acquire(name, { ttlMs: 5000 })
+      const waiting = mine.acquire(name, { ttlMs: 5000, retryCount: 3, retryDelayMs: 3000, retryJitterMs: 0 })
+      await new Promise((r) => setTimeout(r, 300))
+      await lock.release()
+      await (await waiting).release()
+      if (round === 0) subscribed = await subscribes(redis[0])
+    }
+    assert.equal(await subscribes(redis[0]), subscribed, 'no SUBSCRIBE for the second and third waits')
+    assert.equal(await connections(redis[0]), before + 1, 'one notice connection, still open between waits')
+    await mine.close()
+    await new Promise((r) => setTimeout(r, 100))
+    assert.equal(await connections(redis[0]), before, 'close() ended the notice connection at once')
+  } finally {
+    await mine.close()
+  }
 })
 
 /** The line of waiters of resource `name`, and a reader of it on every node. */
