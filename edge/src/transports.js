@@ -50,7 +50,19 @@ function notices(open, lingerMs = LINGER_MS) {
   // Subscribed channels without listeners, with the timer that unsubscribes them.
   const lingering = new Map()
   let conn = null
-  const unref = (t) => (typeof t?.unref === 'function' ? t.unref() : t)
+  // A lingering channel's timer must not keep a Node process alive by itself.
+  const unref = (t) => {
+    if (typeof t?.unref === 'function') t.unref()
+    return t
+  }
+  // `onMessage` no longer listens on `channels` (a channel left without listeners is gone).
+  const forget = (channels, onMessage) => {
+    for (const ch of channels) {
+      const set = handlers.get(ch)
+      set?.delete(onMessage)
+      if (set?.size === 0) handlers.delete(ch)
+    }
+  }
   async function drop(mine) {
     if (conn !== mine) return
     conn = null
@@ -93,10 +105,18 @@ function notices(open, lingerMs = LINGER_MS) {
     } catch (e) {
       // A failed connection is not kept: the next wait tries again.
       if (conn === mine) conn = null
-      for (const ch of channels) handlers.get(ch)?.delete(onMessage)
+      forget(channels, onMessage)
       throw e
     }
-    if (fresh.length > 0) await c.subscribe(fresh)
+    if (fresh.length > 0) {
+      try {
+        await c.subscribe(fresh)
+      } catch (e) {
+        // Refused (an ACL without the channels): not subscribed, so the next wait asks again.
+        forget(channels, onMessage)
+        throw e
+      }
+    }
     return async () => {
       for (const ch of channels) {
         const set = handlers.get(ch)

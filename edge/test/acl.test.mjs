@@ -110,3 +110,28 @@ test('without the sorted-set commands marks are plain flags, and releases delete
     assert.ok(objects.length > 0 && objects.every((o) => LINE_COMMANDS.has(o)), JSON.stringify(objects))
   })
 })
+
+test('a subscription the ACL refused is asked for again by the next wait on the same key', async () => {
+  const user = `edge-no-channels-${process.pid}`
+  const noChannels = QUEUE_RULE.filter((r) => r !== '&quorumlock:*')
+  await asUser(user, noChannels, async (holder, waiter) => {
+    const name = unique('acl')
+    // Refused channels: the waiter polls, after its 300 ms retry delay.
+    const lock = await holder.acquire(name, { ttlMs: 5000 })
+    const polling = waiter.acquire(name, { ttlMs: 5000, retryCount: 20, retryDelayMs: 300, retryJitterMs: 0 })
+    await new Promise((r) => setTimeout(r, 400))
+    await lock.release()
+    await (await polling).release()
+    // Channels allowed now: the same key's next wait subscribes and is woken by the release.
+    await Promise.all(admin.map((r) => r.call('ACL', 'SETUSER', user, '&quorumlock:*')))
+    const again = await holder.acquire(name, { ttlMs: 5000 })
+    const waiting = waiter.acquire(name, { ttlMs: 5000, retryCount: 3, retryDelayMs: 3000, retryJitterMs: 0 })
+    await new Promise((r) => setTimeout(r, 400))
+    const released = performance.now()
+    await again.release()
+    const second = await waiting
+    const woke = performance.now() - released
+    assert.ok(woke < 1500, `woke ${woke.toFixed(0)} ms after the release (retry delay 3000 ms)`)
+    await second.release()
+  })
+})
