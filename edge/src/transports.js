@@ -55,13 +55,18 @@ function notices(open, lingerMs = LINGER_MS) {
     if (typeof t?.unref === 'function') t.unref()
     return t
   }
-  // `onMessage` no longer listens on `channels` (a channel left without listeners is gone).
+  // `onMessage` no longer listens on `channels`; returns the channels left without listeners.
   const forget = (channels, onMessage) => {
+    const emptied = []
     for (const ch of channels) {
       const set = handlers.get(ch)
       set?.delete(onMessage)
-      if (set?.size === 0) handlers.delete(ch)
+      if (set?.size === 0) {
+        handlers.delete(ch)
+        emptied.push(ch)
+      }
     }
+    return emptied
   }
   async function drop(mine) {
     if (conn !== mine) return
@@ -118,15 +123,9 @@ function notices(open, lingerMs = LINGER_MS) {
       }
     }
     return async () => {
-      for (const ch of channels) {
-        const set = handlers.get(ch)
-        if (!set) continue
-        set.delete(onMessage)
-        if (set.size === 0) {
-          handlers.delete(ch)
-          if (conn === mine && !lingering.has(ch)) {
-            lingering.set(ch, unref(setTimeout(() => expire(ch, mine), lingerMs)))
-          }
+      for (const ch of forget(channels, onMessage)) {
+        if (conn === mine && !lingering.has(ch)) {
+          lingering.set(ch, unref(setTimeout(() => expire(ch, mine), lingerMs)))
         }
       }
     }
