@@ -1,5 +1,5 @@
 # Rust engine benchmarks of issue 20 (bench/rust; not tests, not part of `make test`). Each
-# prints its table with the load average; README.md "Benchmark: Rust engine" has the results.
+# prints its table with the load average; docs/BENCHMARKS.md "Rust engine" has the results.
 # `make bench` (Makefile) stays the quick floor comparison at c=1/16/64.
 
 .PHONY: bench-rust bench-fanout bench-many-locks bench-handoff-outside deps-valgrind
