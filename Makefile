@@ -22,7 +22,8 @@ DEPS_TARGETS :=
 DEMO_TARGETS :=
 -include mk/*.mk
 
-## deps: install what a fresh Debian machine lacks (redis-server); needs root or sudo.
+## deps: install what a fresh Debian machine lacks for `make test`: redis-server and each
+## binding's toolchain (apt-get, rustup targets, cargo install); needs root or sudo.
 deps: deps-redis $(DEPS_TARGETS)
 
 deps-redis:
@@ -41,7 +42,7 @@ build: harness
 	$(CARGO) build --locked -p quorumlock --examples
 
 ## demo: start 5 local Redis nodes, let several workers contend for one lock, stop the nodes.
-demo: deps build $(DEMO_TARGETS)
+demo: deps-redis build $(DEMO_TARGETS)
 	$(HARNESS) exec --nodes 5 -- target/debug/examples/contention
 
 ## test: format and lint checks, then every test against real redis-server processes.

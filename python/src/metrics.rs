@@ -6,16 +6,17 @@ use std::fmt::Write as _;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-/// A `{'name': count, ...}` dict in the engine's order.
+/// A `collections.Counter({'name': count, ...})` in the engine's order: a dict whose missing
+/// names read 0, so `failed["QL_BUSY"]` needs no `.get` for a code not seen yet.
 fn counts_dict<'py>(
     py: Python<'py>,
     items: impl IntoIterator<Item = (&'static str, u64)>,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<Bound<'py, PyAny>> {
     let dict = PyDict::new(py);
     for (name, n) in items {
         dict.set_item(name, n)?;
     }
-    Ok(dict)
+    py.import("collections")?.getattr("Counter")?.call1((dict,))
 }
 
 /// The same dict as Python would print it (the names are plain identifiers).
@@ -109,9 +110,10 @@ impl OpMetrics {
         self.inner.ok
     }
 
-    /// Calls that failed, by error code (`{"QL_BUSY": 2}`); only codes seen.
+    /// Calls that failed, by error code (`Counter({"QL_BUSY": 2})`): the codes seen, and 0
+    /// for any other.
     #[getter]
-    fn failed<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    fn failed<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         counts_dict(py, self.failed_items())
     }
 
@@ -164,10 +166,11 @@ impl NodeMetrics {
         &self.inner.address
     }
 
-    /// Requests by node kind (`{"Ok": 3, "HeldByOther": 1}`); only kinds seen. A reply that
-    /// came after its operation was decided is counted when it arrives.
+    /// Requests by node kind (`Counter({"Ok": 3, "HeldByOther": 1})`): the kinds seen, and 0
+    /// for any other. A reply that came after its operation was decided is counted when it
+    /// arrives.
     #[getter]
-    fn replies<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    fn replies<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         counts_dict(py, self.reply_items())
     }
 

@@ -122,7 +122,9 @@ def test_histogram_and_objects(cluster: Cluster):
         m.lost = 3  # type: ignore[misc]
     with pytest.raises(AttributeError):
         h.sum_us = 0  # type: ignore[misc]
-    m.acquire.failed["QL_BUSY"] = 9  # a fresh dict each time: the snapshot stays as it was
+    assert m.acquire.failed["QL_BUSY"] == 0  # a Counter: codes not seen read 0
+    assert m.nodes[0].replies["Timeout"] == 0
+    m.acquire.failed["QL_BUSY"] = 9  # a fresh Counter each time: the snapshot stays as it was
     assert m.acquire.failed == {}
     assert m.acquire == m.acquire and m.acquire is not m.acquire  # compared by value
     assert repr(m).startswith("Metrics(acquire_attempts=1, acquire=OpMetrics(ok=1, failed={}, ")
