@@ -20,22 +20,19 @@ use crate::error::NativeError;
 use crate::lock::NativeLock;
 use crate::metrics::NativeMetrics;
 use crate::options::NativeOptions;
-use crate::stages::{self, DONE, POLLED, RESUMED};
+use crate::settle;
+use crate::stages::{self, DONE, POLLED};
 
 /// A promise already settled with `outcome` (bad arguments found before any work starts).
-pub(crate) fn settled<O>(env: &Env, outcome: O) -> napi::Result<Object<'_>>
-where
-    O: ToNapiValue + Send + 'static,
-{
-    let (deferred, promise) = env.create_deferred()?;
-    deferred.resolve(move |_| Ok(outcome));
-    Ok(promise)
+pub(crate) fn settled<O: ToNapiValue>(env: &Env, outcome: O) -> napi::Result<Object<'_>> {
+    settle::resolved(env, outcome)
 }
 
 /// Runs `work` as a task on quorumlock's shared runtime, where the client's connections live,
-/// and returns a promise that the task settles with `outcome(result)` itself, through one
-/// threadsafe-function call to the event loop: no second runtime and no thread in between.
-/// The event loop never blocks. A panic in `work` becomes `QL_INTERNAL`.
+/// and returns a promise that the task settles with `outcome(result)` through the
+/// environment's sink ([`settle`]): no second runtime, no thread in between, and one wake-up
+/// of the event loop for every output that arrives while it sleeps. The event loop never
+/// blocks. A panic in `work` becomes `QL_INTERNAL`.
 pub(crate) fn promise<'env, T, O, F>(
     env: &'env Env,
     work: F,
@@ -46,14 +43,7 @@ where
     T: Send + 'static,
     O: ToNapiValue + Send + 'static,
 {
-    let (deferred, promise) = env.create_deferred()?;
-    let settle = move |result: Result<T, NativeError>| {
-        let o = outcome(result);
-        deferred.resolve(move |_| {
-            stages::mark(RESUMED);
-            Ok(o)
-        });
-    };
+    let (settle, promise) = settle::pending(env)?;
     match quorumlock::runtime::handle() {
         Ok(handle) => {
             handle.spawn(async move {
@@ -66,10 +56,10 @@ where
                     )),
                 };
                 stages::mark(DONE);
-                settle(result);
+                settle.with(outcome(result));
             });
         }
-        Err(e) => settle(Err(NativeError::from(&e))),
+        Err(e) => settle.with(outcome(Err(NativeError::from(&e)))),
     }
     Ok(promise)
 }

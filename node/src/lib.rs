@@ -3,7 +3,7 @@
 //! quorumlock's shared runtime. Failures resolve to `{ error }` objects that `index.js`
 //! turns into `QuorumlockError`s.
 // `forbid` would clash with the `allow(unsafe_code)` inside the `#[napi]` expansions; our own
-// code has no `unsafe`.
+// `unsafe` is in `settle` only (raw N-API calls, each with its SAFETY note).
 #![deny(unsafe_code)]
 // `NativeError` is a napi object handed to JavaScript by value, with the per-node detail of
 // every attempt; it is only built on the error path, so its size costs nothing.
@@ -15,6 +15,7 @@ pub mod error;
 pub mod lock;
 pub mod metrics;
 pub mod options;
+mod settle;
 mod stages;
 
 use napi_derive::napi;
