@@ -132,14 +132,30 @@ impl Sink {
         sink.lock().tsfn = tsfn;
         // SAFETY: `tsfn` was just created on this thread; unref'd, it keeps no process alive
         // until a call is pending (`begin`).
-        status(unsafe { sys::napi_unref_threadsafe_function(env, tsfn) })?;
+        if let Err(e) = status(unsafe { sys::napi_unref_threadsafe_function(env, tsfn) }) {
+            // SAFETY: no thread has seen the function yet; its finalizer frees its reference.
+            unsafe {
+                sys::napi_release_threadsafe_function(
+                    tsfn,
+                    sys::ThreadsafeFunctionReleaseMode::release,
+                )
+            };
+            return Err(e);
+        }
         let hook = Arc::into_raw(sink.clone()).cast_mut().cast::<c_void>();
         // SAFETY: `close` runs once on this thread when the environment tears down, before
         // N-API finalizes the function (cleanup hooks run in the reverse order of their
         // registration, and the function's own was registered when it was created).
         if let Err(e) = status(unsafe { sys::napi_add_env_cleanup_hook(env, Some(close), hook) }) {
-            // SAFETY: the hook was not registered; give its reference back.
-            drop(unsafe { Arc::from_raw(hook.cast::<Sink>()) });
+            // SAFETY: the hook was not registered; give its reference back, and release the
+            // function, which no thread has seen yet (its finalizer frees the other reference).
+            unsafe {
+                drop(Arc::from_raw(hook.cast::<Sink>()));
+                sys::napi_release_threadsafe_function(
+                    tsfn,
+                    sys::ThreadsafeFunctionReleaseMode::release,
+                );
+            }
             return Err(e);
         }
         Ok(sink)
