@@ -23,11 +23,6 @@ use crate::options::NativeOptions;
 use crate::settle;
 use crate::stages::{self, DONE, POLLED};
 
-/// A promise already settled with `outcome` (bad arguments found before any work starts).
-pub(crate) fn settled<O: ToNapiValue>(env: &Env, outcome: O) -> napi::Result<Object<'_>> {
-    settle::resolved(env, outcome)
-}
-
 /// Runs `work` as a task on quorumlock's shared runtime, where the client's connections live,
 /// and returns a promise that the task settles with `outcome(result)` through the
 /// environment's sink ([`settle`]): no second runtime, no thread in between, and one wake-up
@@ -43,7 +38,7 @@ where
     T: Send + 'static,
     O: ToNapiValue + Send + 'static,
 {
-    let (settle, promise) = settle::pending(env)?;
+    let (settle, promise) = settle::pending(env, outcome)?;
     match quorumlock::runtime::handle() {
         Ok(handle) => {
             handle.spawn(async move {
@@ -56,10 +51,10 @@ where
                     )),
                 };
                 stages::mark(DONE);
-                settle.with(outcome(result));
+                settle.with(result);
             });
         }
-        Err(e) => settle.with(outcome(Err(NativeError::from(&e)))),
+        Err(e) => settle.with(Err(NativeError::from(&e))),
     }
     Ok(promise)
 }
@@ -159,7 +154,7 @@ pub fn connect<'env>(
     };
     match builder {
         Ok(builder) => promise(env, builder.connect(), outcome),
-        Err(e) => settled(env, outcome(Err(e))),
+        Err(e) => settle::resolved(env, outcome(Err(e))),
     }
 }
 
@@ -226,7 +221,7 @@ impl NativeClient {
                 async move { client.acquire_cancellable(resources, &opts, &token).await },
                 outcome,
             ),
-            Err(e) => settled(env, outcome(Err(e))),
+            Err(e) => settle::resolved(env, outcome(Err(e))),
         }
     }
 

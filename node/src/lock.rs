@@ -213,7 +213,7 @@ impl NativeLock {
                 },
                 outcome,
             ),
-            Err(e) => crate::client::settled(env, outcome(Err(e))),
+            Err(e) => crate::settle::resolved(env, outcome(Err(e))),
         }
     }
 

@@ -25,6 +25,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use napi::bindgen_prelude::{Object, ToNapiValue};
 use napi::{Env, JsError, sys};
 
+use crate::error::NativeError;
+
 /// A call's output, turned into a JavaScript value on the environment's thread.
 type Output = Box<dyn FnOnce(sys::napi_env) -> napi::Result<sys::napi_value> + Send>;
 
@@ -130,10 +132,9 @@ impl Sink {
             return Err(e);
         }
         sink.lock().tsfn = tsfn;
-        // SAFETY: `tsfn` was just created on this thread; unref'd, it keeps no process alive
-        // until a call is pending (`begin`).
-        if let Err(e) = status(unsafe { sys::napi_unref_threadsafe_function(env, tsfn) }) {
-            // SAFETY: no thread has seen the function yet; its finalizer frees its reference.
+        if let Err(e) = Sink::watch(env, tsfn, &sink) {
+            // SAFETY: no thread has seen the function yet; released, its finalizer frees its
+            // reference to the sink.
             unsafe {
                 sys::napi_release_threadsafe_function(
                     tsfn,
@@ -142,23 +143,28 @@ impl Sink {
             };
             return Err(e);
         }
+        Ok(sink)
+    }
+
+    /// Unrefs the new function (it keeps no process alive until a call is pending, `begin`)
+    /// and registers the environment's cleanup hook for `sink`.
+    fn watch(
+        env: sys::napi_env,
+        tsfn: sys::napi_threadsafe_function,
+        sink: &Arc<Sink>,
+    ) -> napi::Result<()> {
+        // SAFETY: `tsfn` was just created on this thread.
+        status(unsafe { sys::napi_unref_threadsafe_function(env, tsfn) })?;
         let hook = Arc::into_raw(sink.clone()).cast_mut().cast::<c_void>();
         // SAFETY: `close` runs once on this thread when the environment tears down, before
         // N-API finalizes the function (cleanup hooks run in the reverse order of their
         // registration, and the function's own was registered when it was created).
-        if let Err(e) = status(unsafe { sys::napi_add_env_cleanup_hook(env, Some(close), hook) }) {
-            // SAFETY: the hook was not registered; give its reference back, and release the
-            // function, which no thread has seen yet (its finalizer frees the other reference).
-            unsafe {
-                drop(Arc::from_raw(hook.cast::<Sink>()));
-                sys::napi_release_threadsafe_function(
-                    tsfn,
-                    sys::ThreadsafeFunctionReleaseMode::release,
-                );
-            }
-            return Err(e);
+        let added = status(unsafe { sys::napi_add_env_cleanup_hook(env, Some(close), hook) });
+        if added.is_err() {
+            // SAFETY: the hook was not registered; give its reference back.
+            drop(unsafe { Arc::from_raw(hook.cast::<Sink>()) });
         }
-        Ok(sink)
+        added
     }
 
     /// A call begins (on the environment's thread): the first pending call refs the function.
@@ -203,18 +209,26 @@ impl Sink {
     }
 }
 
-/// The promise of one call, settled through the sink whatever happens to the call: dropped
-/// without an output (its task was dropped unpolled, e.g. while the runtime shuts down), it
-/// rejects, so that no promise stays pending and keeps the process alive forever.
-pub(crate) struct Settle {
+/// The promise of one call, settled through the sink with `outcome(result)` whatever happens
+/// to the call: dropped without a result (its task was dropped unpolled, e.g. while the
+/// runtime shuts down), it settles with `QL_INTERNAL`, as a panic in the work does, so that
+/// no promise stays pending and keeps the process alive forever.
+pub(crate) struct Settle<T, O: ToNapiValue + Send + 'static> {
     sink: Arc<Sink>,
     deferred: Option<Deferred>,
+    outcome: fn(Result<T, NativeError>) -> O,
 }
 
-impl Settle {
-    /// Settles the promise with `outcome`, turned into a JavaScript value on the event loop.
-    pub(crate) fn with<O: ToNapiValue + Send + 'static>(mut self, outcome: O) {
+impl<T, O: ToNapiValue + Send + 'static> Settle<T, O> {
+    /// Settles the promise with `outcome(result)`, turned into a JavaScript value on the
+    /// event loop.
+    pub(crate) fn with(mut self, result: Result<T, NativeError>) {
+        self.send(result);
+    }
+
+    fn send(&mut self, result: Result<T, NativeError>) {
         if let Some(deferred) = self.deferred.take() {
+            let outcome = (self.outcome)(result);
             self.sink.send(
                 deferred,
                 Box::new(move |env| {
@@ -227,23 +241,23 @@ impl Settle {
     }
 }
 
-impl Drop for Settle {
+impl<T, O: ToNapiValue + Send + 'static> Drop for Settle<T, O> {
     fn drop(&mut self) {
-        if let Some(deferred) = self.deferred.take() {
-            self.sink.send(
-                deferred,
-                Box::new(|_| {
-                    Err(napi::Error::from_reason(
-                        "QL_INTERNAL: a quorumlock engine task ended without a result (a panic, or the runtime is shutting down)",
-                    ))
-                }),
-            );
+        if self.deferred.is_none() {
+            return; // settled by `with`
         }
+        self.send(Err(NativeError::internal(
+            "a quorumlock engine task ended without a result (the runtime is shutting down)",
+        )));
     }
 }
 
-/// A new promise of `env`'s environment and the [`Settle`] that settles it from any thread.
-pub(crate) fn pending<'env>(env: &'env Env) -> napi::Result<(Settle, Object<'env>)> {
+/// A new promise of `env`'s environment and the [`Settle`] that settles it with `outcome`
+/// from any thread.
+pub(crate) fn pending<T, O: ToNapiValue + Send + 'static>(
+    env: &Env,
+    outcome: fn(Result<T, NativeError>) -> O,
+) -> napi::Result<(Settle<T, O>, Object<'_>)> {
     let sink = Sink::of(env)?;
     let (deferred, promise) = create_promise(env)?;
     sink.begin(env.raw());
@@ -251,6 +265,7 @@ pub(crate) fn pending<'env>(env: &'env Env) -> napi::Result<(Settle, Object<'env
         Settle {
             sink,
             deferred: Some(deferred),
+            outcome,
         },
         promise,
     ))

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::PyTuple;
 
 /// A `collections.Counter({'name': count, ...})` in the engine's order: a dict whose missing
 /// names read 0, so `failed["QL_BUSY"]` needs no `.get` for a code not seen yet.
@@ -12,11 +12,11 @@ fn counts_dict<'py>(
     py: Python<'py>,
     items: impl IntoIterator<Item = (&'static str, u64)>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let dict = PyDict::new(py);
+    let counter = py.import("collections")?.getattr("Counter")?.call0()?;
     for (name, n) in items {
-        dict.set_item(name, n)?;
+        counter.set_item(name, n)?;
     }
-    py.import("collections")?.getattr("Counter")?.call1((dict,))
+    Ok(counter)
 }
 
 /// The same dict as Python would print it (the names are plain identifiers).
