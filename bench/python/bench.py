@@ -6,7 +6,9 @@ floor, on the same 5 local redis-server nodes (ql-harness), in one run.
                                  [--rust-bin FILE] [--json FILE] [--only a,b]
 
 Each worker loops on its own key for a warm-up and then ``--secs`` measured seconds; only
-operations started in the measured window count. Implementations alternate for ``--rounds``
+operations started in the measured window count; the process's CPU time (user + system, every
+thread) and context switches over that window are divided by its operations, as in bench/rust
+(the Python rows' process is this one, shared with nothing else). Implementations alternate for ``--rounds``
 rounds and the best run of each by throughput is shown, as in bench/rust. A failed
 operation (exception, refusal or a 10 s timeout) is counted, never fatal. ``--rust-bin`` is
 the release ``quorumlock-bench`` binary (bench/run builds it): each round first runs it on
@@ -23,6 +25,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import subprocess
 import sys
 import threading
@@ -40,10 +43,18 @@ P50_GOAL = {"quorumlock-sync": 1.3, "quorumlock-async": 1.6}
 TPUT_GOAL = {"quorumlock-sync": 10.0, "quorumlock-async": 5.0}
 
 
-class Stats:
-    """One run: successful ops in the window, failures, ops/s, p50/p99 in µs."""
+def process_usage() -> tuple[float, int]:
+    """This process's CPU seconds (user + system, every thread) and context switches."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime, r.ru_nvcsw + r.ru_nivcsw
 
-    def __init__(self, lat_ns: list[int], errors: int, window: float) -> None:
+
+class Stats:
+    """One run: successful ops in the window, failures, ops/s, p50/p99 in µs, and the client's
+    CPU µs and context switches per operation in the window."""
+
+    def __init__(self, lat_ns: list[int], errors: int, window: float,
+                 usage: tuple[float, int] = (0.0, 0)) -> None:
         lat_ns.sort()
         n = len(lat_ns)
 
@@ -52,17 +63,22 @@ class Stats:
 
         self.ops, self.errors, self.tput = n, errors, n / window
         self.p50, self.p99 = pct(50), pct(99)
+        ops = max(n + errors, 1)
+        self.cpu_us, self.csw = usage[0] * 1e6 / ops, usage[1] / ops
 
     @classmethod
     def of_rust(cls, run: dict) -> Stats:
         """A run of quorumlock-bench (its JSON), with its latencies already reduced."""
         s = cls([], run["errors"], 1.0)
         s.ops, s.tput, s.p50, s.p99 = run["ops"], run["ops_per_sec"], run["p50_us"], run["p99_us"]
+        s.cpu_us, s.csw = run["client_cpu_us_per_op"], run["client_switches_per_op"]
         return s
 
     def json(self) -> dict[str, float]:
         return {"ops": self.ops, "errors": self.errors, "ops_per_sec": round(self.tput),
-                "p50_us": self.p50, "p99_us": self.p99}
+                "p50_us": self.p50, "p99_us": self.p99,
+                "client_cpu_us_per_op": round(self.cpu_us, 1),
+                "client_switches_per_op": round(self.csw, 2)}
 
 
 class Recorder:
@@ -73,6 +89,12 @@ class Recorder:
         self.lat: list[int] = []
         self.errors = 0
         self.messages: dict[str, int] = {}
+        self.usage = (0.0, 0)
+
+    def window_usage(self, before: tuple[float, int]) -> None:
+        """Keeps the CPU time and switches since ``before``, read at the window's start."""
+        after = process_usage()
+        self.usage = (after[0] - before[0], after[1] - before[1])
 
     def record(self, t0: float, t1: float, ok: bool, exc: BaseException | None = None) -> None:
         if exc is not None:
@@ -111,6 +133,10 @@ def run_threads(cls, urls: list[str], conc: int, run_id: int, secs: float) -> Re
                for i in range(conc)]
     for t in threads:
         t.start()
+    time.sleep(max(0.0, rec.warm_end - time.perf_counter()))
+    before = process_usage()
+    time.sleep(max(0.0, rec.end - time.perf_counter()))
+    rec.window_usage(before)
     for t in threads:
         t.join(timeout=max(0.0, rec.end + OP_TIMEOUT - time.perf_counter()))
     stuck = sum(t.is_alive() for t in threads)
@@ -138,7 +164,13 @@ async def run_tasks(cls, urls: list[str], conc: int, run_id: int, secs: float) -
                 ok, exc = False, e
             rec.record(t0, time.perf_counter(), ok, exc)
 
-    await asyncio.gather(*(worker(f"bench:{run_id}:{i}") for i in range(conc)))
+    async def usage() -> None:
+        await asyncio.sleep(max(0.0, rec.warm_end - time.perf_counter()))
+        before = process_usage()
+        await asyncio.sleep(max(0.0, rec.end - time.perf_counter()))
+        rec.window_usage(before)
+
+    await asyncio.gather(usage(), *(worker(f"bench:{run_id}:{i}") for i in range(conc)))
     try:
         await asyncio.wait_for(impl.close(), OP_TIMEOUT)
     except Exception as e:
@@ -154,7 +186,7 @@ def run_one(cls, urls: list[str], conc: int, run_id: int, secs: float) -> tuple[
             rec = asyncio.run(run_tasks(cls, urls, conc, run_id, secs))
     except Exception as e:  # set-up failure: the whole run counts as one failure
         return Stats([], 1, secs), {f"set-up: {type(e).__name__}: {e}": 1}
-    return Stats(rec.lat, rec.errors, secs), rec.messages
+    return Stats(rec.lat, rec.errors, secs, rec.usage), rec.messages
 
 
 def start_nodes() -> tuple[list[str], str | None]:
@@ -205,12 +237,12 @@ def print_table(args, results: dict[int, dict[str, Stats]]) -> None:
     print(f"quorumlock Python bench: 5 nodes, {args.secs} s per case, {args.rounds} runs each "
           f"(best by throughput), load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"{'case':<8} {'impl':<17} {'mode':<7} {'ops/s':>9} {'p50 µs':>8} {'p99 µs':>8} "
-          f"{'errors':>7}")
+          f"{'errors':>7} {'cpu µs/op':>10} {'csw/op':>7}")
     modes = {c.name: c.mode for c in IMPLS} | {"rust": "tokio", "rust-floor": "tokio"}
     for conc, row in results.items():
         for name, s in row.items():
             print(f"c={conc:<6} {name:<17} {modes[name]:<7} {s.tput:>9.0f} {s.p50:>8} "
-                  f"{s.p99:>8} {s.errors:>7}")
+                  f"{s.p99:>8} {s.errors:>7} {s.cpu_us:>10.1f} {s.csw:>7.2f}")
         floor, aio = row.get("floor"), row.get("aioredlock")
         for name in ("quorumlock-sync", "quorumlock-async"):
             q = row.get(name)

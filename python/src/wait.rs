@@ -69,17 +69,19 @@ where
     })
     .or_raise()?;
     let deadline = timeout.map(|t| MonoTime::now() + t);
-    if poll {
-        let (early, back) = py.detach(move || (pending.poll_briefly(deadline), pending));
-        pending = back;
-        if let Some(v) = early {
-            stages::mark(RESUMED);
-            return Ok(Some(v));
-        }
-    }
+    let mut poll = poll;
     loop {
-        let slice = deadline.map_or(SLICE, |d| d.saturating_since(MonoTime::now()).min(SLICE));
-        let (got, back) = py.detach(move || (pending.wait(slice), pending));
+        // The poll and the first slice share one release of the GIL: a caller that may not
+        // poll (another one is polling) goes straight to sleep instead of taking the GIL back
+        // first, which under contention is a sleep and a wake-up of its own.
+        let poll_now = std::mem::take(&mut poll);
+        let (got, back) = py.detach(move || {
+            if poll_now && let Some(v) = pending.poll_briefly(deadline) {
+                return (Ok(Some(v)), pending);
+            }
+            let slice = deadline.map_or(SLICE, |d| d.saturating_since(MonoTime::now()).min(SLICE));
+            (pending.wait(slice), pending)
+        });
         pending = back;
         match got {
             Ok(Some(v)) => {
