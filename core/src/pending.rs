@@ -78,7 +78,7 @@ impl<T: Send + 'static> Pending<T> {
     {
         let handle = crate::runtime::handle()?;
         let (tx, rx) = mpsc::sync_channel(1);
-        let task = handle.spawn(async move {
+        let task = crate::runtime::spawn_call(&handle, async move {
             // A receiver that stopped waiting drops the output here.
             let _ = tx.send(work.await);
         });
@@ -178,13 +178,14 @@ impl Drop for Slot {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    /// The polling slot and the backoff are process-wide: one test at a time.
+    /// The polling slot, the backoff and the runtime's count of calls are process-wide: one
+    /// test at a time (the runtime's tests take it too).
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-    fn serial() -> std::sync::MutexGuard<'static, ()> {
+    pub(crate) fn serial() -> std::sync::MutexGuard<'static, ()> {
         SERIAL
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

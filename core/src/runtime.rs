@@ -2,10 +2,15 @@
 //! first use and created anew in a child process after `fork()` (the parent's worker
 //! threads do not exist there).
 
-use std::sync::{Mutex, PoisonError};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
+use std::time::Duration;
 
 use tokio::runtime::{Builder, Handle, Runtime};
+use tokio::task::JoinHandle;
 
+use crate::clock::MonoTime;
 use crate::error::{Error, Result};
 
 pub use crate::pending::{Pending, SPIN, TaskGone};
@@ -36,7 +41,148 @@ pub fn handle() -> Result<Handle> {
         // dropping it would wait for them forever. Leak it instead.
         std::mem::forget(inherited);
         crate::pending::after_fork();
+        CALLS.store(0, Ordering::Relaxed);
+        LINGERING.store(false, Ordering::Relaxed);
+        LINGER_SKIP.store(0, Ordering::Relaxed);
         crate::timer::after_fork();
     }
     Ok(handle)
+}
+
+/// How long a runtime worker stays awake for the next call from outside the runtime after the
+/// last one in flight ended (see [`spawn_call`]).
+pub const LINGER: Duration = Duration::from_micros(200);
+
+/// Calls from outside the runtime in flight (see [`spawn_call`]).
+static CALLS: AtomicUsize = AtomicUsize::new(0);
+/// Whether a task keeps a worker awake now: one at a time.
+static LINGERING: AtomicBool = AtomicBool::new(false);
+/// Calls whose end starts no linger, after a linger that no call ended: a caller whose calls
+/// come further apart than [`LINGER`] would only pay the CPU.
+const LINGER_BACKOFF: u32 = 32;
+/// Ends of calls left before the next linger (see [`LINGER_BACKOFF`]).
+static LINGER_SKIP: AtomicU32 = AtomicU32::new(0);
+
+/// Runs a call of a thread outside the runtime (a binding's caller, an event loop) as a task
+/// on `handle`. When the last call in flight has ended (its output handed over inside
+/// `work`), a worker stays awake for up to [`LINGER`], yielding, so that the caller's next
+/// call finds it running: waking a sleeping worker costs tens of µs on a virtual machine whose
+/// idle CPUs halt, and a caller making one call after another pays it on every call. The
+/// lingering worker keeps polling I/O and runs any other task; it stops at once when a call
+/// arrives. A linger that no call ended makes the next [`LINGER_BACKOFF`] calls end without
+/// one. Not on a single CPU, where it would only delay the caller.
+pub fn spawn_call<F>(handle: &Handle, work: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    CALLS.fetch_add(1, Ordering::AcqRel);
+    let end = CallEnd;
+    handle.spawn(async move {
+        let end = end;
+        let out = work.await;
+        drop(end);
+        out
+    })
+}
+
+/// Counts a call out when dropped (its task ended, or was dropped unfinished).
+struct CallEnd;
+
+impl Drop for CallEnd {
+    fn drop(&mut self) {
+        if CALLS.fetch_sub(1, Ordering::AcqRel) == 1
+            && multi_cpu()
+            && LINGER_SKIP
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| s.checked_sub(1))
+                .is_err()
+            && let Ok(handle) = Handle::try_current()
+            && !LINGERING.swap(true, Ordering::AcqRel)
+        {
+            handle.spawn(linger(Lingering));
+        }
+    }
+}
+
+/// The linger slot, freed when the linger ends or its task is dropped unpolled (a runtime
+/// shutting down).
+struct Lingering;
+
+impl Drop for Lingering {
+    fn drop(&mut self) {
+        LINGERING.store(false, Ordering::Release);
+    }
+}
+
+/// Yields until a call arrives or [`LINGER`] has passed.
+async fn linger(_slot: Lingering) {
+    let until = MonoTime::now() + LINGER;
+    while CALLS.load(Ordering::Acquire) == 0 {
+        if MonoTime::now() >= until {
+            LINGER_SKIP.store(LINGER_BACKOFF, Ordering::Relaxed);
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+}
+
+fn multi_cpu() -> bool {
+    static MULTI: OnceLock<bool> = OnceLock::new();
+    *MULTI.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pending::tests::serial;
+
+    fn reset() {
+        CALLS.store(0, Ordering::Relaxed);
+        LINGER_SKIP.store(0, Ordering::Relaxed);
+    }
+
+    #[test]
+    fn a_call_is_counted_while_it_runs() {
+        let _serial = serial();
+        reset();
+        let handle = handle().expect("runtime");
+        let during = handle
+            .block_on(spawn_call(&handle, async { CALLS.load(Ordering::Acquire) }))
+            .expect("the call ran");
+        assert_eq!(during, 1);
+        assert_eq!(CALLS.load(Ordering::Acquire), 0, "counted out at its end");
+    }
+
+    #[test]
+    fn a_linger_stops_when_a_call_arrives_and_backs_off_when_none_did() {
+        let _serial = serial();
+        reset();
+        let handle = handle().expect("runtime");
+        // A call in flight: the linger ends at once, and no backoff follows.
+        CALLS.store(1, Ordering::Release);
+        LINGERING.store(true, Ordering::Release);
+        handle.block_on(linger(Lingering));
+        assert!(!LINGERING.load(Ordering::Acquire), "the slot is freed");
+        assert_eq!(LINGER_SKIP.load(Ordering::Relaxed), 0);
+        // No call: it stays awake for LINGER, then the next calls end without a linger.
+        CALLS.store(0, Ordering::Release);
+        let t0 = MonoTime::now();
+        handle.block_on(linger(Lingering));
+        assert!(MonoTime::now() - t0 >= LINGER);
+        assert_eq!(LINGER_SKIP.load(Ordering::Relaxed), LINGER_BACKOFF);
+        CALLS.store(1, Ordering::Release);
+        handle.block_on(async { drop(CallEnd) });
+        let skip = if multi_cpu() {
+            LINGER_BACKOFF - 1
+        } else {
+            LINGER_BACKOFF
+        };
+        assert_eq!(LINGER_SKIP.load(Ordering::Relaxed), skip);
+        assert!(!LINGERING.load(Ordering::Acquire), "backing off: no linger");
+        // A linger dropped before it ran frees its slot.
+        LINGERING.store(true, Ordering::Release);
+        drop(linger(Lingering));
+        assert!(!LINGERING.load(Ordering::Acquire));
+        reset();
+    }
 }

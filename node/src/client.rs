@@ -41,7 +41,7 @@ where
     let (settle, promise) = settle::pending(env, outcome)?;
     match quorumlock::runtime::handle() {
         Ok(handle) => {
-            handle.spawn(async move {
+            quorumlock::runtime::spawn_call(&handle, async move {
                 stages::mark(POLLED);
                 let result = match CatchUnwind(Box::pin(work)).await {
                     Ok(Ok(v)) => Ok(v),

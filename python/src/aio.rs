@@ -258,7 +258,7 @@ where
         future: Some(future.clone().unbind()),
         cancelled: cancelled.clone(),
     };
-    let task = handle.spawn(async move {
+    let task = quorumlock::runtime::spawn_call(&handle, async move {
         stages::mark(POLLED);
         let out = fut.await;
         stages::mark(DONE);
