@@ -6,10 +6,10 @@ floor, on the same 5 local redis-server nodes (ql-harness), in one run.
                                  [--rust-bin FILE] [--json FILE] [--only a,b]
 
 Each worker loops on its own key for a warm-up and then ``--secs`` measured seconds; only
-operations started in the measured window count; the process's CPU time (user + system, every
-thread) and context switches over that window are divided by its operations, as in bench/rust
-(the Python rows' process is this one, shared with nothing else). Implementations alternate for ``--rounds``
-rounds and the best run of each by throughput is shown, as in bench/rust. A failed
+operations started in the measured window count. This process's CPU time (user + system, every
+thread) and context switches over that window are divided by its operations, as in bench/rust.
+Implementations alternate for ``--rounds`` rounds and the best run of each by throughput is
+shown, as in bench/rust. A failed
 operation (exception, refusal or a 10 s timeout) is counted, never fatal. ``--rust-bin`` is
 the release ``quorumlock-bench`` binary (bench/run builds it): each round first runs it on
 the same nodes at the same concurrency (rows "rust" and "rust-floor": the Rust engine and the

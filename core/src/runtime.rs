@@ -69,8 +69,8 @@ static LINGER_SKIP: AtomicU32 = AtomicU32::new(0);
 /// call finds it running: waking a sleeping worker costs tens of µs on a virtual machine whose
 /// idle CPUs halt, and a caller making one call after another pays it on every call. The
 /// lingering worker keeps polling I/O and runs any other task; it stops at once when a call
-/// arrives. A linger that no call ended makes the next 32 calls end without
-/// one. Not on a single CPU, where it would only delay the caller.
+/// arrives. A linger that no call ended makes the next 32 calls end without one. Not on a
+/// single CPU, where it would only delay the caller.
 pub fn spawn_call<F>(handle: &Handle, work: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,

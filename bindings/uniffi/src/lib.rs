@@ -60,7 +60,8 @@ pub fn max_resource_len() -> u32 {
     u32::try_from(quorumlock::MAX_RESOURCE_LEN).unwrap_or(u32::MAX)
 }
 
-/// Runs engine work on the shared runtime and awaits it from any executor. A panic in the
+/// Runs engine work on the shared runtime (as a call from outside it,
+/// [`quorumlock::runtime::spawn_call`]) and awaits it from any executor. A panic in the
 /// engine task becomes a `QL_INTERNAL` error instead of crossing into the host.
 pub(crate) async fn on_runtime<T, F>(work: F) -> Result<T, NativeError>
 where
@@ -68,7 +69,7 @@ where
     T: Send + 'static,
 {
     let handle = quorumlock::runtime::handle().map_err(|e| NativeError::from(&e))?;
-    match handle.spawn(work).await {
+    match quorumlock::runtime::spawn_call(&handle, work).await {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(NativeError::from(&e)),
         Err(e) => Err(NativeError::internal(&e)),
