@@ -10,7 +10,6 @@
 //! which on a virtual machine whose idle CPUs halt costs tens of µs per call.
 
 use std::future::Future;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -33,10 +32,6 @@ const SPIN_BACKOFF: u32 = 32;
 static SPINNING: AtomicBool = AtomicBool::new(false);
 /// Calls left before the next poll is tried (see [`SPIN_BACKOFF`]).
 static SKIP: AtomicU32 = AtomicU32::new(0);
-/// Whether the process may use more than one CPU; with one, polling would only delay the
-/// engine's own threads.
-static MULTI_CPU: OnceLock<bool> = OnceLock::new();
-
 /// Clears the polling slot and its backoff in a child process after `fork()` (a thread of
 /// the parent may have held the slot); called when the runtime is created anew there.
 pub(crate) fn after_fork() {
@@ -68,7 +63,8 @@ pub struct Pending<T> {
 }
 
 impl<T: Send + 'static> Pending<T> {
-    /// Starts `work` as a task on the shared runtime.
+    /// Starts a call (`work`) as a task on the shared runtime, counted as a call from outside
+    /// it ([`crate::runtime::spawn_call`]).
     ///
     /// # Errors
     /// `InvalidArgument` when the runtime cannot start.
@@ -76,12 +72,37 @@ impl<T: Send + 'static> Pending<T> {
     where
         F: Future<Output = T> + Send + 'static,
     {
+        Self::start(work, true)
+    }
+
+    /// Starts a pure wait (`work`: for a lock's loss, say, which may last as long as the lock)
+    /// as a task on the shared runtime. It is not a call: while it waits, the runtime's workers
+    /// still stay awake between calls.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when the runtime cannot start.
+    pub fn spawn_wait<F>(work: F) -> Result<Pending<T>>
+    where
+        F: Future<Output = T> + Send + 'static,
+    {
+        Self::start(work, false)
+    }
+
+    fn start<F>(work: F, call: bool) -> Result<Pending<T>>
+    where
+        F: Future<Output = T> + Send + 'static,
+    {
         let handle = crate::runtime::handle()?;
         let (tx, rx) = mpsc::sync_channel(1);
-        let task = crate::runtime::spawn_call(&handle, async move {
+        let work = async move {
             // A receiver that stopped waiting drops the output here.
             let _ = tx.send(work.await);
-        });
+        };
+        let task = if call {
+            crate::runtime::spawn_call(&handle, work)
+        } else {
+            handle.spawn(work)
+        };
         Ok(Pending {
             rx,
             task: task.abort_handle(),
@@ -96,8 +117,7 @@ impl<T: Send + 'static> Pending<T> {
         let until = MonoTime::now() + SPIN;
         if deadline.is_some_and(|d| d < until)
             || Handle::try_current().is_ok()
-            || !*MULTI_CPU
-                .get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
+            || !crate::runtime::multi_cpu()
             || SKIP
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| s.checked_sub(1))
                 .is_ok()

@@ -57,27 +57,32 @@ pub const LINGER: Duration = Duration::from_micros(200);
 static CALLS: AtomicUsize = AtomicUsize::new(0);
 /// Whether a task keeps a worker awake now: one at a time.
 static LINGERING: AtomicBool = AtomicBool::new(false);
-/// Calls whose end starts no linger, after a linger that no call ended: a caller whose calls
-/// come further apart than [`LINGER`] would only pay the CPU.
+/// Times the count of calls falls to zero without a linger, after a linger that no call
+/// ended: a caller whose calls come further apart than [`LINGER`] would only pay the CPU.
 const LINGER_BACKOFF: u32 = 32;
-/// Ends of calls left before the next linger (see [`LINGER_BACKOFF`]).
+/// Falls to zero left before the next linger (see [`LINGER_BACKOFF`]).
 static LINGER_SKIP: AtomicU32 = AtomicU32::new(0);
 
 /// Runs a call of a thread outside the runtime (a binding's caller, an event loop) as a task
-/// on `handle`. When the last call in flight has ended (its output handed over inside
-/// `work`), a worker stays awake for up to [`LINGER`], yielding, so that the caller's next
-/// call finds it running: waking a sleeping worker costs tens of µs on a virtual machine whose
-/// idle CPUs halt, and a caller making one call after another pays it on every call. The
-/// lingering worker keeps polling I/O and runs any other task; it stops at once when a call
-/// arrives. A linger that no call ended makes the next 32 calls end without one. Not on a
-/// single CPU, where it would only delay the caller.
+/// on `handle`, the shared runtime's ([`handle`]): the calls are counted process-wide.
+///
+/// When the last call in flight has ended (for the bindings' calls, after their output was
+/// handed over inside `work`), a worker stays awake for up to [`LINGER`], yielding, so that the
+/// caller's next call finds it running: waking a sleeping worker costs tens of µs on a
+/// virtual machine whose idle CPUs halt, and a caller making one call after another pays it on
+/// every call. The lingering worker goes through its scheduler on every yield, so it runs any
+/// other task, and polls I/O when the other worker is not parked on it; it stops at once when
+/// a call arrives. Its cost is CPU: the yields, and the other worker, which tokio wakes at
+/// times to look for work. A linger that no call ended makes the next 32 times the count falls
+/// to zero start none. Not on a single CPU, where it would only delay the caller. A pure wait
+/// (for a lock's loss) is not a call: spawn it on `handle` directly.
 pub fn spawn_call<F>(handle: &Handle, work: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
     CALLS.fetch_add(1, Ordering::AcqRel);
-    let end = CallEnd;
+    let end = CallEnd(handle.clone());
     handle.spawn(async move {
         let end = end;
         let out = work.await;
@@ -86,20 +91,21 @@ where
     })
 }
 
-/// Counts a call out when dropped (its task ended, or was dropped unfinished).
-struct CallEnd;
+/// Counts a call out when dropped (its task ended, or was dropped unfinished), and starts a
+/// linger on its runtime when it was the last one in flight.
+struct CallEnd(Handle);
 
 impl Drop for CallEnd {
     fn drop(&mut self) {
         if CALLS.fetch_sub(1, Ordering::AcqRel) == 1
             && multi_cpu()
+            && !LINGERING.load(Ordering::Acquire)
             && LINGER_SKIP
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| s.checked_sub(1))
                 .is_err()
-            && let Ok(handle) = Handle::try_current()
             && !LINGERING.swap(true, Ordering::AcqRel)
         {
-            handle.spawn(linger(Lingering));
+            self.0.spawn(linger(Lingering));
         }
     }
 }
@@ -126,7 +132,9 @@ async fn linger(_slot: Lingering) {
     }
 }
 
-fn multi_cpu() -> bool {
+/// Whether the process may use more than one CPU: with one, polling for an output or keeping
+/// a worker awake would only delay the others.
+pub(crate) fn multi_cpu() -> bool {
     static MULTI: OnceLock<bool> = OnceLock::new();
     *MULTI.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
 }
@@ -136,8 +144,17 @@ mod tests {
     use super::*;
     use crate::pending::tests::serial;
 
+    /// Waits until no call is in flight and no linger runs (tasks of other tests may still
+    /// be finishing), then clears the backoff.
     fn reset() {
-        CALLS.store(0, Ordering::Relaxed);
+        let until = MonoTime::now() + Duration::from_secs(10);
+        while CALLS.load(Ordering::Acquire) != 0 || LINGERING.load(Ordering::Acquire) {
+            assert!(
+                MonoTime::now() < until,
+                "calls of other tests still in flight"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
         LINGER_SKIP.store(0, Ordering::Relaxed);
     }
 
@@ -171,7 +188,7 @@ mod tests {
         assert!(MonoTime::now() - t0 >= LINGER);
         assert_eq!(LINGER_SKIP.load(Ordering::Relaxed), LINGER_BACKOFF);
         CALLS.store(1, Ordering::Release);
-        handle.block_on(async { drop(CallEnd) });
+        drop(CallEnd(handle));
         let skip = if multi_cpu() {
             LINGER_BACKOFF - 1
         } else {

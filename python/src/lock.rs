@@ -193,7 +193,7 @@ impl Lock {
     fn wait_lost_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let mut signal = self.inner.lost_signal();
         let fut = async move { signal.wait().await };
-        aio::spawn(py, fut, OnCancel::Abort, |py, lost| {
+        aio::spawn_wait(py, fut, OnCancel::Abort, |py, lost| {
             Ok(lost_exception(py, lost).unwrap_or_else(|| py.None()))
         })
     }

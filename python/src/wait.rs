@@ -48,28 +48,33 @@ where
     start(py, fut, timeout, on_stop, false)
 }
 
-/// [`wait`], first polling for the output when `poll` ([`Pending::poll_briefly`]): the work
-/// runs as a task and the caller waits on it in slices.
+/// [`wait`], first polling for the output when `poll` ([`Pending::poll_briefly`]), which only
+/// a call does: the work runs as a task and the caller waits on it in slices.
 fn start<T, F>(
     py: Python<'_>,
     fut: F,
     timeout: Option<Duration>,
     on_stop: OnStop,
-    poll: bool,
+    mut poll: bool,
 ) -> PyResult<Option<T>>
 where
     T: Send + 'static,
     F: Future<Output = T> + Send + 'static,
 {
-    let mut pending = Pending::spawn(async move {
+    let work = async move {
         stages::mark(POLLED);
         let out = fut.await;
         stages::mark(DONE);
         out
-    })
+    };
+    // A call polls; a pure wait is not a call (see `quorumlock::runtime::spawn_call`).
+    let mut pending = if poll {
+        Pending::spawn(work)
+    } else {
+        Pending::spawn_wait(work)
+    }
     .or_raise()?;
     let deadline = timeout.map(|t| MonoTime::now() + t);
-    let mut poll = poll;
     loop {
         // The poll and the first slice share one release of the GIL: a caller that may not
         // poll (another one is polling) goes straight to sleep instead of taking the GIL back
