@@ -237,43 +237,22 @@ fn loop_future(py: Python<'_>) -> PyResult<(Bound<'_, PyAny>, Py<Completions>)> 
     make.bind(py).call0()?.extract()
 }
 
-/// Runs the call `fut` on the shared runtime (`quorumlock::runtime::spawn_call`) and returns an
-/// asyncio future of the running loop that `convert(output)` settles, on the loop's thread.
+/// What a task is: a call (counted by `quorumlock::runtime::spawn_call`) or a pure wait (a
+/// lock's loss), which is not a call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Work {
+    Call,
+    Wait,
+}
+
+/// Runs `fut` on the shared runtime and returns an asyncio future of the running loop that
+/// `convert(output)` settles, on the loop's thread.
 pub(crate) fn spawn<'py, T, F, C>(
     py: Python<'py>,
+    kind: Work,
     fut: F,
     on_cancel: OnCancel,
     convert: C,
-) -> PyResult<Bound<'py, PyAny>>
-where
-    T: Send + 'static,
-    F: Future<Output = T> + Send + 'static,
-    C: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
-{
-    start(py, fut, on_cancel, convert, true)
-}
-
-/// [`spawn`] for a pure wait (a lock's loss), which is not a call.
-pub(crate) fn spawn_wait<'py, T, F, C>(
-    py: Python<'py>,
-    fut: F,
-    on_cancel: OnCancel,
-    convert: C,
-) -> PyResult<Bound<'py, PyAny>>
-where
-    T: Send + 'static,
-    F: Future<Output = T> + Send + 'static,
-    C: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
-{
-    start(py, fut, on_cancel, convert, false)
-}
-
-fn start<'py, T, F, C>(
-    py: Python<'py>,
-    fut: F,
-    on_cancel: OnCancel,
-    convert: C,
-    call: bool,
 ) -> PyResult<Bound<'py, PyAny>>
 where
     T: Send + 'static,
@@ -294,7 +273,7 @@ where
         stages::mark(DONE);
         deliver.send(Box::new(move |py: Python<'_>| convert(py, out)));
     };
-    let task = if call {
+    let task = if kind == Work::Call {
         quorumlock::runtime::spawn_call(&handle, work)
     } else {
         handle.spawn(work)

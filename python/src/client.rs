@@ -9,7 +9,7 @@ use pyo3::types::{PyBytes, PyDict};
 use quorumlock::CancelToken;
 
 use crate::admin::{self, Inspection, NodeInfo};
-use crate::aio::{self, OnCancel};
+use crate::aio::{self, OnCancel, Work};
 use crate::error::{self, NodeResult, ResultExt};
 use crate::lock::Lock;
 use crate::metrics::Metrics;
@@ -104,7 +104,7 @@ impl Client {
         let token = CancelToken::new();
         let cancel = OnCancel::Cancel(token.clone());
         let fut = async move { client.acquire_cancellable(resources, &opts, &token).await };
-        aio::spawn(py, fut, cancel, |py, out| {
+        aio::spawn(py, Work::Call, fut, cancel, |py, out| {
             Lock::new(out.or_raise()?).into_py_any(py)
         })
     }
@@ -157,7 +157,7 @@ impl Client {
         let ttl = options::seconds("ttl", ttl)?;
         let value = value.to_owned();
         let fut = async move { client.extend_value(resources, &value, ttl).await };
-        aio::spawn(py, fut, OnCancel::Finish, |py, out| {
+        aio::spawn(py, Work::Call, fut, OnCancel::Finish, |py, out| {
             out.or_raise()?.as_secs_f64().into_py_any(py)
         })
     }
@@ -181,7 +181,7 @@ impl Client {
         let client = self.get(py)?;
         let resource = single(resource)?;
         let fut = async move { client.inspect(resource).await };
-        aio::spawn(py, fut, OnCancel::Abort, |py, out| {
+        aio::spawn(py, Work::Call, fut, OnCancel::Abort, |py, out| {
             admin::inspection(py, &out.or_raise()?)?.into_py_any(py)
         })
     }
@@ -204,7 +204,7 @@ impl Client {
         let client = self.get(py)?;
         let resource = single(resource)?;
         let fut = async move { client.inspect(resource).await };
-        aio::spawn(py, fut, OnCancel::Abort, |py, out| {
+        aio::spawn(py, Work::Call, fut, OnCancel::Abort, |py, out| {
             out.or_raise()?.holder().into_py_any(py)
         })
     }
@@ -221,7 +221,7 @@ impl Client {
     fn ping_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let client = self.get(py)?;
         let fut = async move { client.ping().await };
-        aio::spawn(py, fut, OnCancel::Abort, |py, out| {
+        aio::spawn(py, Work::Call, fut, OnCancel::Abort, |py, out| {
             admin::infos(py, out.or_raise()?)?.into_py_any(py)
         })
     }

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use quorumlock::Error;
 
-use crate::aio::{self, OnCancel};
+use crate::aio::{self, OnCancel, Work};
 use crate::error::{self, NodeResult, ResultExt};
 use crate::options;
 use crate::runtime;
@@ -140,7 +140,7 @@ impl Lock {
         let ttl = self.ttl_or_default(ttl)?;
         let lock = self.inner.clone();
         let fut = async move { lock.extend(ttl).await };
-        aio::spawn(py, fut, OnCancel::Finish, |py, out| {
+        aio::spawn(py, Work::Call, fut, OnCancel::Finish, |py, out| {
             out.or_raise()?;
             Ok(py.None())
         })
@@ -162,7 +162,7 @@ impl Lock {
         stages::mark(stages::ENTRY);
         let lock = self.inner.clone();
         let fut = async move { lock.release().await };
-        aio::spawn(py, fut, OnCancel::Finish, |py, out| {
+        aio::spawn(py, Work::Call, fut, OnCancel::Finish, |py, out| {
             error::nodes(py, &out.or_raise()?)?.into_py_any(py)
         })
     }
@@ -193,7 +193,7 @@ impl Lock {
     fn wait_lost_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let mut signal = self.inner.lost_signal();
         let fut = async move { signal.wait().await };
-        aio::spawn_wait(py, fut, OnCancel::Abort, |py, lost| {
+        aio::spawn(py, Work::Wait, fut, OnCancel::Abort, |py, lost| {
             Ok(lost_exception(py, lost).unwrap_or_else(|| py.None()))
         })
     }
