@@ -19,6 +19,7 @@ use tokio::task::AbortHandle;
 
 use crate::clock::MonoTime;
 use crate::error::Result;
+use crate::runtime::Work;
 
 /// How long one waiting caller polls for the output, yielding its CPU between polls, before
 /// it sleeps on the channel.
@@ -72,23 +73,15 @@ impl<T: Send + 'static> Pending<T> {
     where
         F: Future<Output = T> + Send + 'static,
     {
-        Self::start(work, true)
+        Self::spawn_as(Work::Call, work)
     }
 
-    /// Starts a pure wait (`work`: for a lock's loss, say, which may last as long as the lock)
-    /// as a task on the shared runtime. It is not a call: while it waits, the runtime's workers
-    /// still stay awake between calls.
+    /// Starts `work` as a task on the shared runtime, as a call or as a pure wait (a lock's
+    /// loss, say, which may last as long as the lock and is not counted as a call).
     ///
     /// # Errors
     /// `InvalidArgument` when the runtime cannot start.
-    pub fn spawn_wait<F>(work: F) -> Result<Pending<T>>
-    where
-        F: Future<Output = T> + Send + 'static,
-    {
-        Self::start(work, false)
-    }
-
-    fn start<F>(work: F, call: bool) -> Result<Pending<T>>
+    pub fn spawn_as<F>(kind: Work, work: F) -> Result<Pending<T>>
     where
         F: Future<Output = T> + Send + 'static,
     {
@@ -98,11 +91,7 @@ impl<T: Send + 'static> Pending<T> {
             // A receiver that stopped waiting drops the output here.
             let _ = tx.send(work.await);
         };
-        let task = if call {
-            crate::runtime::spawn_call(&handle, work)
-        } else {
-            handle.spawn(work)
-        };
+        let task = crate::runtime::spawn_work(&handle, kind, work);
         Ok(Pending {
             rx,
             task: task.abort_handle(),

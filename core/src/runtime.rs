@@ -75,7 +75,7 @@ static LINGER_SKIP: AtomicU32 = AtomicU32::new(0);
 /// a call arrives. Its cost is CPU: the yields, and the other worker, which tokio wakes at
 /// times to look for work. A linger that no call ended makes the next 32 times the count falls
 /// to zero start none. Not on a single CPU, where it would only delay the caller. A pure wait
-/// (for a lock's loss) is not a call: spawn it on `handle` directly.
+/// (for a lock's loss) is not a call ([`Work::Wait`], [`spawn_work`]).
 pub fn spawn_call<F>(handle: &Handle, work: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
@@ -89,6 +89,29 @@ where
         drop(end);
         out
     })
+}
+
+/// What a task started from outside the runtime is: a call, counted by [`spawn_call`], or a
+/// pure wait (for a lock's loss, say, which may last as long as the lock), which is not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Work {
+    /// A call: connect, acquire, extend, release, an administrative call.
+    Call,
+    /// A pure wait, which owns nothing and may last indefinitely.
+    Wait,
+}
+
+/// Runs `work` on `handle` as [`spawn_call`] does for a [`Work::Call`], and as a plain task
+/// for a [`Work::Wait`].
+pub fn spawn_work<F>(handle: &Handle, kind: Work, work: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    match kind {
+        Work::Call => spawn_call(handle, work),
+        Work::Wait => handle.spawn(work),
+    }
 }
 
 /// Counts a call out when dropped (its task ended, or was dropped unfinished), and starts a

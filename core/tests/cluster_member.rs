@@ -48,17 +48,6 @@ fn cluster_get(c: &Cluster, key: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
-/// Polls `check` for up to 2 s.
-async fn eventually(check: impl Fn() -> bool) -> bool {
-    for _ in 0..200 {
-        if check() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    check()
-}
-
 fn released_everywhere(r: &Report) -> bool {
     r.nodes().iter().all(|n| n.kind == NodeKind::Released)
 }

@@ -417,23 +417,17 @@ async fn a_release_names_the_first_waiter_in_line_and_only_it_tries() {
 }
 
 /// Asserts that a quorum of `c` holds `key` with `value` at once, and every node within a
-/// second: an acquisition returns at the quorum-th reply, and the last node's request may
-/// still be in flight (it is drained on this test's runtime, hence the async sleep).
+/// second ([`wait_holders`]: the last node's request may still be in flight).
 async fn assert_value_everywhere(c: &Cluster, key: &[u8], value: &str) {
-    let want = Reply::Bulk(value.as_bytes().to_vec());
-    let holding = |c: &Cluster| {
-        (0..c.len())
-            .filter(|&i| c.command(i, &[b"GET", key]).unwrap() == want)
-            .count()
-    };
-    assert!(holding(c) > c.len() / 2, "a quorum holds the value");
-    let until = MonoTime::now() + Duration::from_secs(1);
-    while holding(c) < c.len() && MonoTime::now() < until {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    for i in 0..c.len() {
-        assert_eq!(c.command(i, &[b"GET", key]).unwrap(), want, "node {i}");
-    }
+    assert!(
+        holders(c, key, value) > c.len() / 2,
+        "a quorum holds the value"
+    );
+    assert_eq!(
+        wait_holders(c, key, value, c.len()).await,
+        c.len(),
+        "every node"
+    );
 }
 
 /// Asserts that no node holds registrations for grants of `resource`'s key.

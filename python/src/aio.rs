@@ -18,6 +18,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use quorumlock::CancelToken;
+use quorumlock::runtime::Work;
 use tokio::task::AbortHandle;
 
 use crate::runtime;
@@ -237,14 +238,6 @@ fn loop_future(py: Python<'_>) -> PyResult<(Bound<'_, PyAny>, Py<Completions>)> 
     make.bind(py).call0()?.extract()
 }
 
-/// What a task is: a call (counted by `quorumlock::runtime::spawn_call`) or a pure wait (a
-/// lock's loss), which is not a call.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Work {
-    Call,
-    Wait,
-}
-
 /// Runs `fut` on the shared runtime and returns an asyncio future of the running loop that
 /// `convert(output)` settles, on the loop's thread.
 pub(crate) fn spawn<'py, T, F, C>(
@@ -273,11 +266,7 @@ where
         stages::mark(DONE);
         deliver.send(Box::new(move |py: Python<'_>| convert(py, out)));
     };
-    let task = if kind == Work::Call {
-        quorumlock::runtime::spawn_call(&handle, work)
-    } else {
-        handle.spawn(work)
-    };
+    let task = quorumlock::runtime::spawn_work(&handle, kind, work);
     let canceller = match on_cancel {
         OnCancel::Finish => None,
         OnCancel::Cancel(token) => Some(Canceller {

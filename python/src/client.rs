@@ -9,13 +9,14 @@ use pyo3::types::{PyBytes, PyDict};
 use quorumlock::CancelToken;
 
 use crate::admin::{self, Inspection, NodeInfo};
-use crate::aio::{self, OnCancel, Work};
+use crate::aio::{self, OnCancel};
 use crate::error::{self, NodeResult, ResultExt};
 use crate::lock::Lock;
 use crate::metrics::Metrics;
 use crate::options::{self, ClientConfig};
 use crate::stages;
 use crate::wait::{self, OnStop};
+use quorumlock::runtime::Work;
 
 /// A Redlock client over N independent Redis masters (the sync and async Python clients
 /// share it).

@@ -7,12 +7,13 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use quorumlock::Error;
 
-use crate::aio::{self, OnCancel, Work};
+use crate::aio::{self, OnCancel};
 use crate::error::{self, NodeResult, ResultExt};
 use crate::options;
 use crate::runtime;
 use crate::stages;
 use crate::wait::{self, OnStop};
+use quorumlock::runtime::Work;
 
 /// A held lock. Released in the background if dropped while held.
 #[pyclass(frozen, module = "quorumlock._quorumlock")]

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use quorumlock::runtime::Pending;
+use quorumlock::runtime::{Pending, Work};
 use quorumlock::{CancelToken, MonoTime};
 
 use crate::error::ResultExt;
@@ -68,12 +68,8 @@ where
         out
     };
     // A call polls; a pure wait is not a call (see `quorumlock::runtime::spawn_call`).
-    let mut pending = if poll {
-        Pending::spawn(work)
-    } else {
-        Pending::spawn_wait(work)
-    }
-    .or_raise()?;
+    let kind = if poll { Work::Call } else { Work::Wait };
+    let mut pending = Pending::spawn_as(kind, work).or_raise()?;
     let deadline = timeout.map(|t| MonoTime::now() + t);
     loop {
         // The poll and the first slice share one release of the GIL: a caller that may not

@@ -84,6 +84,17 @@ pub async fn wait_holders(c: &Cluster, key: &[u8], value: &str, n: usize) -> usi
     holders(c, key, value)
 }
 
+/// Polls `check` for up to 2 s.
+pub async fn eventually(check: impl Fn() -> bool) -> bool {
+    for _ in 0..200 {
+        if check() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    check()
+}
+
 /// Acquires each of `names` (one lock per resource) at once with `opts`.
 pub async fn acquire_each(
     client: &Client,
